@@ -1,0 +1,1 @@
+"""The desktop application (PySide6). Only this package imports Qt."""

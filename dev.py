@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Set up Loadout in ./.venv and start it, or run the whole test suite.
+
+    python3 dev.py start     # set up, then open Loadout on the embedded demo model
+    python3 dev.py test      # set up, then run every check and test
+
+Works on Linux, macOS and Windows (``py dev.py start``). Needs Python 3.11+ and a C/C++
+compiler (the llama.cpp engine is built from source for this machine's backend; set
+``CMAKE_ARGS`` for a GPU build, see README). Setup is skipped when nothing changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".loadout-setup"
+DEFAULT_CMAKE_ARGS = "-DGGML_RPC=ON"
+ENGINE = "llama-cpp-python==0.3.36"
+
+
+def _venv_python() -> Path:
+    if os.name == "nt":
+        return VENV / "Scripts" / "python.exe"
+    return VENV / "bin" / "python"
+
+
+def _run(cmd: list[str], **kwargs: object) -> int:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.call(cmd, cwd=ROOT, **kwargs)  # type: ignore[arg-type]
+
+
+def _setup_key(extras: str) -> str:
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    digest.update(extras.encode())
+    return digest.hexdigest()
+
+
+def _engine_cmake_args() -> str:
+    """CMAKE_ARGS for the llama.cpp build: the user's, else a native CPU build with RPC.
+
+    On x86-64 Linux the AMX tile kernels are left out: virtual machines that advertise AMX
+    but do not enable it crash on the first matrix product (SIGILL in tilezero).
+    """
+    user = os.environ.get("CMAKE_ARGS")
+    if user:
+        return user
+    args = DEFAULT_CMAKE_ARGS
+    if sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64"):
+        args += ' -DCMAKE_C_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"'
+        args += ' -DCMAKE_CXX_FLAGS="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"'
+    return args
+
+
+def _engine_wheel(py: Path, cmake_args: str) -> Path:
+    """Build (once per CMAKE_ARGS) and return the llama-cpp-python wheel for this machine.
+
+    pip's own cache ignores CMAKE_ARGS, so a GPU build could silently reuse a CPU wheel;
+    we keep our own cache keyed by the arguments instead.
+    """
+    key = hashlib.sha256(f"{ENGINE}|{cmake_args}|{platform.machine()}".encode()).hexdigest()
+    base = Path(os.environ.get("LOADOUT_ENGINE_CACHE",
+                               Path.home() / ".cache" / "loadout-engine"))
+    folder = base / key[:16]
+    wheels = sorted(folder.glob("llama_cpp_python-*.whl"))
+    if wheels:
+        return wheels[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"building the llama.cpp engine ({ENGINE}, CMAKE_ARGS={cmake_args}); "
+          "this takes a few minutes once", flush=True)
+    env = dict(os.environ, CMAKE_ARGS=cmake_args)
+    cmd = [str(py), "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "-w", str(folder),
+           ENGINE]
+    if _run(cmd, env=env) != 0:
+        sys.exit("building llama-cpp-python failed (see the compiler output above)")
+    wheels = sorted(folder.glob("llama_cpp_python-*.whl"))
+    if not wheels:
+        sys.exit(f"the engine build left no wheel in {folder}")
+    return wheels[0]
+
+
+def setup(extras: str) -> Path:
+    """Create the virtual environment and install Loadout (editable) with ``extras``."""
+    if sys.version_info < (3, 11):  # noqa: UP036 (this script runs before any check)
+        sys.exit(f"Loadout needs Python 3.11 or newer; this is {sys.version.split()[0]}")
+    py = _venv_python()
+    if not py.exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    cmake_args = _engine_cmake_args()
+    key = _setup_key(extras + "|" + cmake_args)
+    if STAMP.exists() and STAMP.read_text().strip() == key:
+        return py
+    if _run([str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"]) != 0:
+        sys.exit("could not upgrade pip in .venv")
+    wheel = _engine_wheel(py, cmake_args)
+    if _run([str(py), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
+             str(wheel)]) != 0:
+        sys.exit(f"installing the engine wheel {wheel} failed")
+    print("installing Loadout and its dependencies", flush=True)
+    target = f".[{extras}]" if extras else "."
+    if _run([str(py), "-m", "pip", "install", "-q", "-e", target]) != 0:
+        sys.exit("setup failed: see the pip output above")
+    _build_translations(py)
+    STAMP.write_text(key)
+    return py
+
+
+def _build_translations(py: Path) -> None:
+    tool = ROOT / "i18n" / "build.py"
+    if tool.exists() and _run([str(py), str(tool)]) != 0:
+        sys.exit("building the translations failed")
+
+
+def _cjk_fonts() -> None:
+    # Screenshots of the Chinese UI need CJK glyphs; install them where we can (Debian/Ubuntu
+    # as root). Elsewhere the tests still run; only the screenshots show boxes.
+    if sys.platform != "linux" or not shutil.which("apt-get") or os.geteuid() != 0:
+        return
+    if Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc").exists():
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.call(["apt-get", "install", "-y", "-q", "fonts-noto-cjk"], env=env,
+                    stdout=subprocess.DEVNULL)
+
+
+def start(args: list[str]) -> int:
+    py = setup("")
+    return _run([str(py), "-m", "loadout", *args])
+
+
+def test(args: list[str]) -> int:
+    py = setup("dev")
+    _cjk_fonts()
+    env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
+    checks = [
+        [str(py), "-m", "ruff", "check", "."],
+        [str(py), "-m", "mypy", "planner", "engine", "loadout"],
+        [str(VENV / ("Scripts" if os.name == "nt" else "bin") / "lint-imports")],
+    ]
+    for cmd in checks:
+        if _run(cmd, env=env) != 0:
+            print(f"FAILED: {' '.join(cmd)}", flush=True)
+            return 1
+    code = _run([str(py), "-m", "pytest", *args], env=env)
+    if code == 5:
+        print("FAILED: pytest collected no tests", flush=True)
+        return 1
+    return code
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in ("start", "test", "setup"):
+        print(__doc__)
+        return 2
+    command, rest = sys.argv[1], sys.argv[2:]
+    if command == "setup":
+        setup("dev")
+        return 0
+    return start(rest) if command == "start" else test(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

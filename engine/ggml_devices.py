@@ -1,0 +1,96 @@
+"""The devices the llama.cpp engine build sees, through ggml's backend registry (ctypes).
+
+llama-cpp-python does not bind these functions; we bind the few we need from the ggml
+library it ships. Used by detection (cross-check, Intel/Vulkan/Apple GPUs), the self-test,
+and the tensor buffer overrides (a device's buffer type).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
+
+
+@dataclass(frozen=True)
+class EngineDevice:
+    """One ggml backend device: ``name`` as llama.cpp names it (``CPU``, ``CUDA0`` ...)."""
+
+    index: int
+    name: str
+    description: str
+    kind: str
+    free_bytes: int
+    total_bytes: int
+
+
+@cache
+def _lib() -> Any:
+    import llama_cpp  # noqa: F401  (loads libggml and registers the backends)
+    from llama_cpp._ggml import libggml
+
+    lib = libggml
+    lib.ggml_backend_dev_count.argtypes = []
+    lib.ggml_backend_dev_count.restype = ctypes.c_size_t
+    lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+    lib.ggml_backend_dev_get.restype = ctypes.c_void_p
+    lib.ggml_backend_dev_by_name.argtypes = [ctypes.c_char_p]
+    lib.ggml_backend_dev_by_name.restype = ctypes.c_void_p
+    for fn in ("ggml_backend_dev_name", "ggml_backend_dev_description"):
+        getattr(lib, fn).argtypes = [ctypes.c_void_p]
+        getattr(lib, fn).restype = ctypes.c_char_p
+    lib.ggml_backend_dev_memory.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                                            ctypes.POINTER(ctypes.c_size_t)]
+    lib.ggml_backend_dev_memory.restype = None
+    lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_dev_type.restype = ctypes.c_int
+    lib.ggml_backend_dev_buffer_type.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_dev_buffer_type.restype = ctypes.c_void_p
+    lib.ggml_backend_buft_name.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_buft_name.restype = ctypes.c_char_p
+    return lib
+
+
+def _text(raw: bytes | None) -> str:
+    return raw.decode("utf-8", "replace") if raw else ""
+
+
+def engine_devices() -> list[EngineDevice]:
+    """Every device of the engine build, CPU included, with its free/total memory."""
+    lib = _lib()
+    devices: list[EngineDevice] = []
+    for i in range(int(lib.ggml_backend_dev_count())):
+        dev = lib.ggml_backend_dev_get(i)
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        devices.append(EngineDevice(
+            index=i,
+            name=_text(lib.ggml_backend_dev_name(dev)),
+            description=_text(lib.ggml_backend_dev_description(dev)),
+            kind=DEVICE_TYPES.get(int(lib.ggml_backend_dev_type(dev)), "unknown"),
+            free_bytes=int(free.value),
+            total_bytes=int(total.value),
+        ))
+    return devices
+
+
+def buffer_type(device_name: str) -> int:
+    """The default buffer type (a ``ggml_backend_buffer_type_t``) of the named device.
+
+    Raises:
+        KeyError: the engine build has no device of that name.
+    """
+    lib = _lib()
+    dev = lib.ggml_backend_dev_by_name(device_name.encode())
+    if not dev:
+        names = ", ".join(d.name for d in engine_devices())
+        raise KeyError(f"the engine has no device {device_name!r} (it has: {names})")
+    return int(lib.ggml_backend_dev_buffer_type(dev))
+
+
+def buffer_type_name(buft: int) -> str:
+    """The name llama.cpp prints for a buffer type (``CPU``, ``CUDA0``, ``CUDA_Host`` ...)."""
+    return _text(_lib().ggml_backend_buft_name(ctypes.c_void_p(buft)))

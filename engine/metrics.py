@@ -1,0 +1,111 @@
+"""Speed figures, one definition everywhere (see DESIGN.md, "Speed readouts").
+
+- TTFT: request received -> first generated token (queueing + prompt processing).
+- Prefill t/s: new prompt tokens / prompt-processing time (cached tokens counted apart).
+- Decode t/s: generated tokens after the first / time from first to last token.
+- End-to-end t/s: generated tokens / (request received -> last token).
+- Acceptance: accepted / drafted tokens, and tokens per decode step, when speculating.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RequestTimer:
+    """Collects the instants of one request and derives the figures from them."""
+
+    received: float = field(default_factory=time.perf_counter)
+    prefill_start: float | None = None
+    prefill_end: float | None = None
+    first_token: float | None = None
+    last_token: float | None = None
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    generated_tokens: int = 0
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
+    decode_steps: int = 0
+
+    def prefill_started(self) -> None:
+        self.prefill_start = time.perf_counter()
+
+    def prefill_done(self) -> None:
+        self.prefill_end = time.perf_counter()
+
+    def token(self, count: int = 1) -> None:
+        """Record ``count`` generated tokens arriving now."""
+        now = time.perf_counter()
+        if self.first_token is None:
+            self.first_token = now
+        self.last_token = now
+        self.generated_tokens += count
+
+    def snapshot(self) -> Metrics:
+        """The figures so far (final once the request has ended)."""
+        now = time.perf_counter()
+        ttft = (self.first_token - self.received) if self.first_token is not None else None
+        new_prompt = max(0, self.prompt_tokens - self.cached_tokens)
+        prefill_s = None
+        if self.prefill_start is not None and self.prefill_end is not None:
+            prefill_s = self.prefill_end - self.prefill_start
+        prefill_tps = new_prompt / prefill_s if prefill_s and new_prompt else None
+        decode_tps = None
+        if self.first_token is not None and self.last_token is not None \
+                and self.generated_tokens > 1 and self.last_token > self.first_token:
+            decode_tps = (self.generated_tokens - 1) / (self.last_token - self.first_token)
+        end = self.last_token if self.last_token is not None else now
+        e2e_tps = self.generated_tokens / (end - self.received) if self.generated_tokens \
+            and end > self.received else None
+        acceptance = self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
+        per_step = self.generated_tokens / self.decode_steps if self.decode_steps else None
+        return Metrics(ttft_s=ttft, prefill_tps=prefill_tps, decode_tps=decode_tps,
+                       e2e_tps=e2e_tps, prompt_tokens=self.prompt_tokens,
+                       cached_tokens=self.cached_tokens,
+                       generated_tokens=self.generated_tokens, prefill_s=prefill_s,
+                       drafted_tokens=self.drafted_tokens,
+                       accepted_tokens=self.accepted_tokens, acceptance=acceptance,
+                       tokens_per_step=per_step)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The speed figures of one request. ``None`` where a figure is undefined (yet)."""
+
+    ttft_s: float | None
+    prefill_tps: float | None
+    decode_tps: float | None
+    e2e_tps: float | None
+    prompt_tokens: int
+    cached_tokens: int
+    generated_tokens: int
+    prefill_s: float | None = None
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
+    acceptance: float | None = None
+    tokens_per_step: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def speed_line(self) -> str:
+        """One line with every figure named (never a bare "t/s")."""
+
+        def fmt(value: float | None, unit: str, digits: int = 1) -> str:
+            return "n/a" if value is None else f"{value:.{digits}f} {unit}"
+
+        parts = [
+            f"TTFT {fmt(self.ttft_s, 's', 2)}",
+            f"prefill {fmt(self.prefill_tps, 't/s')}",
+            f"decode {fmt(self.decode_tps, 't/s')}",
+            f"end-to-end {fmt(self.e2e_tps, 't/s')}",
+            f"{self.prompt_tokens} prompt ({self.cached_tokens} cached)"
+            f" + {self.generated_tokens} generated tokens",
+        ]
+        if self.acceptance is not None:
+            parts.append(f"acceptance {self.acceptance:.0%}, "
+                         f"{fmt(self.tokens_per_step, 'tokens/step', 2)}")
+        return " | ".join(parts)

@@ -1,0 +1,29 @@
+"""Resolve a MODEL argument (path, ``demo`` or ``hf:OWNER/REPO/FILE.gguf``) to a file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.demo import demo_model_path
+from engine.errors import ModelNotFoundError
+
+
+def resolve_local_model(spec: str) -> Path:
+    """Return the local GGUF file named by ``spec``.
+
+    Args:
+        spec: ``demo``, or a path to a ``.gguf`` (the first shard of a split model).
+
+    Raises:
+        ModelNotFoundError: no such file, or a folder, or not a GGUF name.
+    """
+    if spec == "demo":
+        return demo_model_path()
+    if spec.startswith("hf:"):
+        raise ModelNotFoundError(f"{spec} is a hub model; download it first (loadout pull)")
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise ModelNotFoundError(f"no such model file: {path}")
+    if path.is_dir():
+        raise ModelNotFoundError(f"{path} is a folder; give the path of a .gguf file in it")
+    return path

@@ -1,0 +1,74 @@
+"""The ``loadout`` command: no arguments opens the GUI; a subcommand runs the CLI.
+
+Each subcommand lives in ``loadout.commands.<name>`` with ``register(subparsers)`` and
+``run(args) -> int``. ``--json`` commands print one JSON document on stdout and nothing
+else there; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from loadout import __version__
+
+# Order is the order of ``loadout --help``.
+COMMANDS: tuple[str, ...] = ("chat",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="loadout",
+        description=(
+            "Loadout plans where every byte of a local LLM goes on your hardware, predicts "
+            "its speed, runs it on llama.cpp and measures it. Without a subcommand it opens "
+            "the desktop app."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"loadout {__version__}")
+    parser.add_argument("--self-test", action="store_true",
+                        help="load the demo model, answer one question, print the engine "
+                             "build and devices; exit 0 on success")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log more on stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"loadout.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``loadout`` console script. Returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from engine import logs
+
+    logs.configure(verbose=args.verbose)
+    if args.self_test:
+        from loadout.commands import selftest
+
+        return selftest.run(args)
+    if args.command is None:
+        from loadout.commands import gui
+
+        return gui.run(args)
+    from engine.errors import EngineError
+    from planner.errors import PlannerError
+
+    module = importlib.import_module(f"loadout.commands.{args.command}")
+    try:
+        return int(module.run(args))
+    except (EngineError, PlannerError) as exc:
+        print(f"loadout {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
