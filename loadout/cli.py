@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 
 from loadout import __version__
 
 # Order is the order of ``loadout --help``.
-COMMANDS: tuple[str, ...] = ("chat",)
+COMMANDS: tuple[str, ...] = (
+    "detect", "plan", "recommend", "pull", "serve", "chat", "bench", "worker",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log more on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
+        if importlib.util.find_spec(f"loadout.commands.{name}") is None:
+            continue  # a command this build does not have yet is simply not offered
         module = importlib.import_module(f"loadout.commands.{name}")
         module.register(sub)
     return parser
