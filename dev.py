@@ -128,8 +128,13 @@ def _cjk_fonts() -> None:
     if Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc").exists():
         return
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.call(["apt-get", "install", "-y", "-q", "fonts-noto-cjk"], env=env,
-                    stdout=subprocess.DEVNULL)
+    install = ["apt-get", "install", "-y", "-q", "fonts-noto-cjk"]
+    if subprocess.call(install, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL) != 0:
+        subprocess.call(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+        subprocess.call(install, env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
 
 
 def start(args: list[str]) -> int:
