@@ -39,6 +39,7 @@ class Shape:
     n_ff_exp: int = 64
     n_shared_ff: int = 0
     weight_type: str = "F16"
+    n_nextn: int = 0          # trailing NextN/MTP blocks (block_count = n_layers + n_nextn)
     extra_kv: dict[str, Any] = field(default_factory=dict)
 
 
@@ -88,14 +89,45 @@ def write_gguf(
     n_vocab: int,
     header_only: bool = False,
     seed: int = 0,
+    shards: int = 1,
 ) -> Path:
-    """Write a GGUF with the given tensors. ``header_only`` leaves the data as a hole."""
+    """Write a GGUF with the given tensors. ``header_only`` leaves the data as a hole.
+
+    With ``shards`` > 1 the model is split like ``gguf-split`` does: ``path`` must end in
+    ``-00001-of-0000N.gguf``; the first file holds the metadata, every file a run of
+    tensors and the ``split.*`` keys. Returns the first file's path.
+    """
     path = Path(path)
-    writer = GGUFWriter(str(path), arch)
-    metadata(writer)
-    _vocab(writer, n_vocab)
-    rng = np.random.default_rng(seed)
     specs = list(tensors)
+    rng = np.random.default_rng(seed)
+    if shards <= 1:
+        _write_file(path, arch, specs, metadata, n_vocab, header_only, rng, None)
+        return path
+    suffix = f"-00001-of-{shards:05d}.gguf"
+    if not path.name.endswith(suffix):
+        raise ValueError(f"a {shards}-file split model's first file must end in {suffix}")
+    stem = path.name[: -len(suffix)]
+    per = -(-len(specs) // shards)
+    for i in range(shards):
+        part = specs[i * per:(i + 1) * per]
+        shard_path = path.with_name(f"{stem}-{i + 1:05d}-of-{shards:05d}.gguf")
+        _write_file(shard_path, arch, part, metadata if i == 0 else None, n_vocab,
+                    header_only, rng, (i, shards, len(specs)))
+    return path
+
+
+def _write_file(path: Path, arch: str, specs: list[TensorSpec],
+                metadata: Callable[[GGUFWriter], None] | None, n_vocab: int,
+                header_only: bool, rng: np.random.Generator,
+                split: tuple[int, int, int] | None) -> None:
+    writer = GGUFWriter(str(path), arch)
+    if metadata is not None:
+        metadata(writer)
+        _vocab(writer, n_vocab)
+    if split is not None:
+        writer.add_uint16("split.no", split[0])
+        writer.add_uint16("split.count", split[1])
+        writer.add_int32("split.tensors.count", split[2])
     if header_only:
         for name, shape, type_name in specs:
             qtype = GGMLQuantizationType[type_name]
@@ -118,7 +150,7 @@ def write_gguf(
             size = _aligned(size, writer.data_alignment) + _nbytes(shape, type_name)
         with open(path, "r+b") as f:
             f.truncate(size)
-        return path
+        return
     for name, shape, type_name in specs:
         arr = rng.standard_normal(tuple(reversed(shape)), dtype=np.float32) * 0.5
         if name.endswith("norm.weight"):
@@ -134,7 +166,6 @@ def write_gguf(
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
 
 
 def _aligned(n: int, alignment: int) -> int:
@@ -144,7 +175,7 @@ def _aligned(n: int, alignment: int) -> int:
 def _common_kv(arch: str, s: Shape) -> Callable[[GGUFWriter], None]:
     def fill(w: GGUFWriter) -> None:
         w.add_name(f"synthetic-{arch}")
-        w.add_block_count(s.n_layers)
+        w.add_block_count(s.n_layers + s.n_nextn)
         w.add_context_length(s.n_ctx_train)
         w.add_embedding_length(s.n_embd)
         w.add_feed_forward_length(s.n_ff)
@@ -161,7 +192,11 @@ def _common_kv(arch: str, s: Shape) -> Callable[[GGUFWriter], None]:
             w.add_expert_used_count(s.n_expert_used)
             w.add_expert_feed_forward_length(s.n_ff_exp)
         for key, value in s.extra_kv.items():
-            if isinstance(value, int):
+            if isinstance(value, bool):
+                w.add_bool(key, value)
+            elif isinstance(value, list):
+                w.add_array(key, value)
+            elif isinstance(value, int):
                 w.add_uint32(key, value)
             elif isinstance(value, float):
                 w.add_float32(key, value)
@@ -251,3 +286,110 @@ def write_sparse_70b(path: Path) -> Path:
 def disk_usage(path: Path) -> int:
     """Bytes the file really occupies on disk (a sparse file occupies little)."""
     return os.stat(path).st_blocks * 512
+
+
+def write_llama_split(path: Path, shards: int, shape: Shape | None = None,
+                      header_only: bool = False) -> Path:
+    """A llama model split into ``shards`` files; ``path`` ends in ``-00001-of-0000N.gguf``."""
+    s = shape or Shape()
+    return write_gguf(path, "llama", llama_tensors(s), _common_kv("llama", s), s.n_vocab,
+                      header_only=header_only, shards=shards)
+
+
+def gemma3_tensors(s: Shape) -> list[TensorSpec]:
+    """The tensor table of a gemma3 model (post-norms, q/k norms, tied output)."""
+    wt = s.weight_type
+    head = [("token_embd.weight", (s.n_embd, s.n_vocab), wt)]
+    body: list[TensorSpec] = []
+    for i in range(s.n_layers):
+        body += _attention(i, s, wt, qk_norm=True)
+        body += [(f"blk.{i}.post_attention_norm.weight", (s.n_embd,), "F32"),
+                 (f"blk.{i}.ffn_gate.weight", (s.n_embd, s.n_ff), wt),
+                 (f"blk.{i}.ffn_up.weight", (s.n_embd, s.n_ff), wt),
+                 (f"blk.{i}.ffn_down.weight", (s.n_ff, s.n_embd), wt),
+                 (f"blk.{i}.post_ffw_norm.weight", (s.n_embd,), "F32")]
+    return head + body + [("output_norm.weight", (s.n_embd,), "F32")]
+
+
+GEMMA3_SWA = 256
+
+
+def write_gemma3(path: Path, shape: Shape | None = None, header_only: bool = False,
+                 seed: int = 0) -> Path:
+    """A small gemma3 model: sliding-window attention (window 256 by default), 5 SWA
+    layers then 1 global, as llama.cpp's default gemma3 pattern."""
+    s = shape or Shape(n_layers=6, extra_kv={"gemma3.attention.sliding_window": GEMMA3_SWA})
+    if "gemma3.attention.sliding_window" not in s.extra_kv:
+        s.extra_kv["gemma3.attention.sliding_window"] = GEMMA3_SWA
+    return write_gguf(path, "gemma3", gemma3_tensors(s), _common_kv("gemma3", s), s.n_vocab,
+                      header_only=header_only, seed=seed)
+
+
+def qwen35_kv(s: Shape, d_state: int = 16, n_k_heads: int = 2, n_v_heads: int = 4,
+              interval: int = 4) -> dict[str, Any]:
+    """Metadata of a qwen35 hybrid: gated delta-net layers, every 4th layer attention."""
+    return {"qwen35.ssm.conv_kernel": 4, "qwen35.ssm.inner_size": d_state * n_v_heads,
+            "qwen35.ssm.state_size": d_state, "qwen35.ssm.time_step_rank": n_v_heads,
+            "qwen35.ssm.group_count": n_k_heads, "qwen35.full_attention_interval": interval,
+            "qwen35.rope.dimension_sections": [s.head_dim // 4, s.head_dim // 4, 0, 0],
+            "qwen35.nextn_predict_layers": s.n_nextn}
+
+
+def qwen35_tensors(s: Shape) -> list[TensorSpec]:
+    """The tensor table of a qwen35 hybrid (NextN blocks written last, after the output)."""
+    wt = s.weight_type
+    kv = s.extra_kv
+    d_state, n_k = kv["qwen35.ssm.state_size"], kv["qwen35.ssm.group_count"]
+    n_v, interval = kv["qwen35.ssm.time_step_rank"], kv["qwen35.full_attention_interval"]
+    key_dim, value_dim = d_state * n_k, d_state * n_v
+    head, tail = _ends(s, wt)
+
+    def attention_block(i: int) -> list[TensorSpec]:
+        q, kvd = s.n_head * s.head_dim, s.n_head_kv * s.head_dim
+        return [(f"blk.{i}.attn_q.weight", (s.n_embd, 2 * q), wt),
+                (f"blk.{i}.attn_k.weight", (s.n_embd, kvd), wt),
+                (f"blk.{i}.attn_v.weight", (s.n_embd, kvd), wt),
+                (f"blk.{i}.attn_output.weight", (q, s.n_embd), wt),
+                (f"blk.{i}.attn_q_norm.weight", (s.head_dim,), "F32"),
+                (f"blk.{i}.attn_k_norm.weight", (s.head_dim,), "F32")]
+
+    def ffn(i: int) -> list[TensorSpec]:
+        return [(f"blk.{i}.attn_norm.weight", (s.n_embd,), "F32"),
+                (f"blk.{i}.post_attention_norm.weight", (s.n_embd,), "F32"),
+                (f"blk.{i}.ffn_gate.weight", (s.n_embd, s.n_ff), wt),
+                (f"blk.{i}.ffn_up.weight", (s.n_embd, s.n_ff), wt),
+                (f"blk.{i}.ffn_down.weight", (s.n_ff, s.n_embd), wt)]
+
+    body: list[TensorSpec] = []
+    for i in range(s.n_layers):
+        body += ffn(i)
+        if (i + 1) % interval == 0:
+            body += attention_block(i)
+        else:
+            body += [(f"blk.{i}.attn_qkv.weight", (s.n_embd, 2 * key_dim + value_dim), wt),
+                     (f"blk.{i}.attn_gate.weight", (s.n_embd, value_dim), wt),
+                     (f"blk.{i}.ssm_conv1d.weight", (4, 2 * key_dim + value_dim), "F32"),
+                     (f"blk.{i}.ssm_dt.bias", (n_v,), "F32"),
+                     (f"blk.{i}.ssm_a", (n_v,), "F32"),
+                     (f"blk.{i}.ssm_beta.weight", (s.n_embd, n_v), wt),
+                     (f"blk.{i}.ssm_alpha.weight", (s.n_embd, n_v), wt),
+                     (f"blk.{i}.ssm_norm.weight", (d_state,), "F32"),
+                     (f"blk.{i}.ssm_out.weight", (value_dim, s.n_embd), wt)]
+    mtp: list[TensorSpec] = []
+    for i in range(s.n_layers, s.n_layers + s.n_nextn):
+        mtp += ffn(i) + attention_block(i)
+        mtp += [(f"blk.{i}.nextn.eh_proj.weight", (2 * s.n_embd, s.n_embd), wt),
+                (f"blk.{i}.nextn.enorm.weight", (s.n_embd,), "F32"),
+                (f"blk.{i}.nextn.hnorm.weight", (s.n_embd,), "F32"),
+                (f"blk.{i}.nextn.shared_head_norm.weight", (s.n_embd,), "F32")]
+    return head + body + tail + mtp
+
+
+def write_qwen35(path: Path, shape: Shape | None = None, header_only: bool = False,
+                 seed: int = 0) -> Path:
+    """A small qwen35 hybrid (3 delta-net layers per attention layer, one MTP block)."""
+    s = shape or Shape(n_layers=4, n_nextn=1)
+    if "qwen35.ssm.state_size" not in s.extra_kv:
+        s.extra_kv.update(qwen35_kv(s))
+    return write_gguf(path, "qwen35", qwen35_tensors(s), _common_kv("qwen35", s), s.n_vocab,
+                      header_only=header_only, seed=seed)
