@@ -1,0 +1,78 @@
+"""A ``llama_context`` created with the LaunchSpec's context parameters, and its KV memory."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from engine.errors import ModelLoadError
+from engine.launch import LaunchSpec
+from engine.native.model import NativeModel, allocation_error, capture_native_log, llama
+
+log = logging.getLogger(__name__)
+
+_FLASH = {"auto": -1, "off": 0, "on": 1}
+_GGML_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8,
+               "iq4_nl": 20, "bf16": 30}
+
+
+def context_params(spec: LaunchSpec) -> Any:
+    """Translate a spec into ``llama_context_params``."""
+    lib = llama()
+    params = lib.llama_context_default_params()
+    params.n_ctx = spec.n_ctx
+    params.n_batch = spec.n_batch
+    params.n_ubatch = min(spec.n_ubatch, spec.n_batch)
+    params.n_seq_max = spec.n_seq_max
+    params.n_threads = spec.threads
+    params.n_threads_batch = spec.threads_batch
+    params.flash_attn_type = _FLASH[spec.flash_attn]
+    params.type_k = _GGML_TYPES[spec.type_k]
+    params.type_v = _GGML_TYPES[spec.type_v]
+    params.offload_kqv = spec.offload_kqv
+    params.swa_full = spec.swa_full
+    params.kv_unified = spec.kv_unified
+    params.no_perf = True
+    return params
+
+
+class NativeContext:
+    """A ``llama_context`` over a loaded model; :meth:`free` releases it."""
+
+    def __init__(self, model: NativeModel, spec: LaunchSpec) -> None:
+        lib = llama()
+        with capture_native_log() as captured:
+            ptr = lib.llama_init_from_model(model.ptr, context_params(spec))
+        self.load_log = captured.lines
+        if not ptr:
+            what = f"creating a {spec.n_ctx}-token context for {Path(spec.model_path).name}"
+            oom = allocation_error(captured.lines, what)
+            if oom is not None:
+                raise oom
+            errors = [ln for ln in captured.lines if "fail" in ln.lower() or "error" in ln]
+            raise ModelLoadError(f"{what} failed" + (f": {errors[-1]}" if errors else ""))
+        self.ptr = ptr
+        self.memory = lib.llama_get_memory(ptr)
+        self.n_ctx = int(lib.llama_n_ctx(ptr))
+        self.n_ctx_seq = int(lib.llama_n_ctx_seq(ptr))
+        self.n_batch = int(lib.llama_n_batch(ptr))
+        self.n_seq_max = int(lib.llama_n_seq_max(ptr))
+
+    def seq_rm(self, seq: int, p0: int, p1: int = -1) -> bool:
+        """Remove the cells of ``seq`` at positions [p0, p1) (p1 < 0: to the end)."""
+        return bool(llama().llama_memory_seq_rm(self.memory, seq, p0, p1))
+
+    def seq_clear(self, seq: int) -> None:
+        """Forget every cell of ``seq``."""
+        llama().llama_memory_seq_rm(self.memory, seq, -1, -1)
+
+    def seq_pos_max(self, seq: int) -> int:
+        """The largest position held for ``seq`` (-1 when empty)."""
+        return int(llama().llama_memory_seq_pos_max(self.memory, seq))
+
+    def free(self) -> None:
+        """Release the context; idempotent."""
+        if getattr(self, "ptr", None):
+            llama().llama_free(self.ptr)
+            self.ptr = None

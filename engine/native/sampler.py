@@ -1,0 +1,53 @@
+"""A llama.cpp sampler chain built from SamplingParams (one per slot)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from engine.errors import EngineError
+from engine.native.model import llama
+
+PENALTY_LAST_N = 64
+
+
+class SamplerChain:
+    """grammar -> penalties -> top-k -> top-p -> min-p -> temperature -> dist (or greedy)."""
+
+    def __init__(self, vocab: Any, n_vocab: int, *, temperature: float, top_p: float,
+                 top_k: int, min_p: float, repeat_penalty: float, presence_penalty: float,
+                 frequency_penalty: float, seed: int | None, grammar: str | None) -> None:
+        lib = llama()
+        self.ptr: Any = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
+        add = lib.llama_sampler_chain_add
+        if grammar:
+            g = lib.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+            if not g:
+                self.free()
+                raise EngineError("the grammar does not parse (GBNF)")
+            add(self.ptr, g)
+        if repeat_penalty != 1.0 or presence_penalty or frequency_penalty:
+            add(self.ptr, lib.llama_sampler_init_penalties(
+                n_vocab, PENALTY_LAST_N, repeat_penalty, frequency_penalty, presence_penalty))
+        if temperature <= 0.0:
+            add(self.ptr, lib.llama_sampler_init_greedy())
+            return
+        if top_k > 0:
+            add(self.ptr, lib.llama_sampler_init_top_k(top_k))
+        if 0.0 < top_p < 1.0:
+            add(self.ptr, lib.llama_sampler_init_top_p(top_p, 1))
+        if min_p > 0.0:
+            add(self.ptr, lib.llama_sampler_init_min_p(min_p, 1))
+        add(self.ptr, lib.llama_sampler_init_temp(temperature))
+        use_seed = seed if seed is not None else random.getrandbits(32)
+        add(self.ptr, lib.llama_sampler_init_dist(use_seed & 0xFFFFFFFF))
+
+    def sample(self, ctx: Any, index: int) -> int:
+        """Sample (and accept) the next token from the logits at batch ``index``."""
+        return int(llama().llama_sampler_sample(self.ptr, ctx, index))
+
+    def free(self) -> None:
+        """Release the chain and its samplers; idempotent."""
+        if self.ptr:
+            llama().llama_sampler_free(self.ptr)
+            self.ptr = None

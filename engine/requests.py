@@ -1,0 +1,167 @@
+"""What a caller asks the engine for, and the handle through which the answer streams back.
+
+A :class:`RequestHandle` is filled by the engine thread and read by anyone: blocking
+iteration for threads and the CLI, ``async for`` for asyncio (no busy-wait, no thread per
+request: the engine thread wakes the waiting coroutine through its event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.metrics import Metrics
+
+FINISH_REASONS = ("stop", "length", "loop", "cancelled", "error")
+LOOP_GUARD_MODES = ("stop", "retry", "off")
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to pick tokens and when to stop. ``temperature <= 0`` is greedy."""
+
+    temperature: float = 0.8
+    top_p: float = 0.95
+    top_k: int = 40
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    seed: int | None = None
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    grammar: str | None = None
+    loop_guard: str = "stop"
+
+    def __post_init__(self) -> None:
+        if self.loop_guard not in LOOP_GUARD_MODES:
+            raise ValueError(f"loop_guard must be one of {LOOP_GUARD_MODES}")
+        if self.max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """A raw ``prompt`` or chat ``messages`` (rendered with the GGUF's template)."""
+
+    prompt: str | None = None
+    messages: tuple[Mapping[str, Any], ...] | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
+    params: SamplingParams = field(default_factory=SamplingParams)
+    add_generation_prompt: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("give exactly one of prompt or messages")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One streamed piece of an answer; the last one has ``finish_reason`` set.
+
+    ``metrics`` are the figures so far (final on the last chunk). ``loop_guard`` says
+    "stopped" or "retried" when the loop guard intervened.
+    """
+
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: str | None
+    metrics: Metrics
+    error: str | None = None
+    loop_guard: str | None = None
+
+
+class RequestHandle:
+    """The answer to one request, as it streams. Filled by the engine thread."""
+
+    def __init__(self, request: GenerationRequest) -> None:
+        self.request = request
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._chunks: deque[Chunk] = deque()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._texts: list[str] = []
+        self._tokens: list[int] = []
+        self._final: Chunk | None = None
+        self._loop_guard: str | None = None
+        self.cancelled = threading.Event()
+
+    # -- engine side -------------------------------------------------------------------
+    def push(self, chunk: Chunk) -> None:
+        """Deliver a chunk (engine thread). A chunk with a finish reason ends the stream."""
+        with self._lock:
+            if self._final is not None:
+                return
+            self._chunks.append(chunk)
+            self._texts.append(chunk.text)
+            self._tokens.extend(chunk.token_ids)
+            if chunk.loop_guard:
+                self._loop_guard = chunk.loop_guard
+            if chunk.finish_reason is not None:
+                self._final = chunk
+            self._ready.notify_all()
+            waiters, self._waiters = self._waiters, []
+        for loop, fut in waiters:
+            loop.call_soon_threadsafe(_wake, fut)
+
+    @property
+    def done(self) -> bool:
+        """Whether the last chunk has been delivered."""
+        return self._final is not None
+
+    # -- caller side -------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Ask the engine to stop this request; its slot is freed within one decode step."""
+        self.cancelled.set()
+
+    def __iter__(self) -> Iterator[Chunk]:
+        while True:
+            with self._lock:
+                while not self._chunks:
+                    self._ready.wait()
+                chunk = self._chunks.popleft()
+            yield chunk
+            if chunk.finish_reason is not None:
+                return
+
+    def __aiter__(self) -> AsyncIterator[Chunk]:
+        return self._aiter()
+
+    async def _aiter(self) -> AsyncIterator[Chunk]:
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._lock:
+                chunk = self._chunks.popleft() if self._chunks else None
+                if chunk is None:
+                    fut: asyncio.Future[None] = loop.create_future()
+                    self._waiters.append((loop, fut))
+            if chunk is None:
+                await fut
+                continue
+            yield chunk
+            if chunk.finish_reason is not None:
+                return
+
+    def result(self, timeout: float | None = None) -> Chunk:
+        """Wait for the end; a final chunk with the whole text and every token id.
+
+        Raises:
+            TimeoutError: the request did not end within ``timeout`` seconds.
+        """
+        with self._lock:
+            if not self._ready.wait_for(lambda: self._final is not None, timeout):
+                raise TimeoutError("the request did not finish in time")
+            final = self._final
+            assert final is not None
+            return Chunk(text="".join(self._texts), token_ids=tuple(self._tokens),
+                         finish_reason=final.finish_reason, metrics=final.metrics,
+                         error=final.error, loop_guard=self._loop_guard)
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

@@ -1,0 +1,233 @@
+"""The Engine: one thread owns the llama.cpp model and context; requests reach it by a queue.
+
+``Engine(spec)`` loads exactly what the LaunchSpec says (progress reported, cancellable),
+then a worker thread runs the continuous-batching :class:`~engine.scheduler.Scheduler`:
+it admits queued requests between decode steps and streams chunks to each
+:class:`~engine.requests.RequestHandle`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.chat_template import render_chat
+from engine.errors import (
+    ContextOverflowError,
+    EngineClosedError,
+    QueueFullError,
+)
+from engine.launch import LaunchSpec
+from engine.metrics import RequestTimer
+from engine.native.context import NativeContext
+from engine.native.model import NativeModel
+from engine.native.tokens import Vocab
+from engine.requests import Chunk, GenerationRequest, RequestHandle
+from engine.scheduler import Admission, Scheduler
+
+log = logging.getLogger(__name__)
+
+_IDLE_WAIT_S = 0.25
+
+
+class Engine:
+    """A loaded model serving generation requests with continuous batching.
+
+    Args:
+        spec: what to load and how (every field is applied).
+        queue_size: requests that may wait for a slot before ``submit`` refuses.
+        progress: called with the load fraction 0..1; returning False cancels the load.
+
+    Raises:
+        ModelNotFoundError, CorruptModelError, ModelLoadError: the file cannot be loaded.
+        OutOfMemoryError: a buffer could not be allocated (says what was asked and free).
+        ModelLoadCancelled: ``progress`` returned False.
+    """
+
+    def __init__(self, spec: LaunchSpec, *, queue_size: int = 64,
+                 progress: Callable[[float], bool] | None = None) -> None:
+        self.spec = spec
+        self._progress = 0.0
+        self._closed = threading.Event()
+        self._queue: queue.Queue[Admission] = queue.Queue(maxsize=max(1, queue_size))
+        self._lock = threading.Lock()
+        t0 = time.perf_counter()
+
+        def on_progress(value: float) -> bool:
+            self._progress = value
+            return progress(value) if progress is not None else True
+
+        self._model = NativeModel(spec, on_progress)
+        try:
+            self._ctx = NativeContext(self._model, spec)
+        except BaseException:
+            self._model.free()
+            raise
+        self.load_seconds = time.perf_counter() - t0
+        self.load_log: list[str] = self._model.load_log + self._ctx.load_log
+        self._vocab = Vocab(self._model.vocab)
+        self._template = self._model.chat_template()
+        self._bos_text = self._vocab.piece(self._vocab.bos).decode("utf-8", "replace") \
+            if self._vocab.bos >= 0 else ""
+        self._eos_text = self._vocab.piece(self._vocab.eos).decode("utf-8", "replace") \
+            if self._vocab.eos >= 0 else ""
+        self._name = self._model.meta("general.name") or Path(spec.model_path).stem
+        self._scheduler = Scheduler(self._ctx, self._vocab, self._model.n_vocab)
+        self._status_slots: list[dict[str, Any]] = self._scheduler.slot_status()
+        self._thread = threading.Thread(target=self._run, name="loadout-engine", daemon=True)
+        self._thread.start()
+        log.info("engine ready: %s, %d slot(s) x %d tokens, loaded in %.2f s", self._name,
+                 self._ctx.n_seq_max, self._ctx.n_ctx_seq, self.load_seconds)
+
+    # -- public API -----------------------------------------------------------------------
+    @property
+    def model_name(self) -> str:
+        """The model's ``general.name`` (or its file name)."""
+        return self._name
+
+    @property
+    def n_ctx_per_seq(self) -> int:
+        """Tokens one request may hold (prompt + answer)."""
+        return self._ctx.n_ctx_seq
+
+    @property
+    def chat_template(self) -> str | None:
+        """The GGUF's chat template source, if it has one."""
+        return self._template
+
+    def render_chat(self, messages: Sequence[Mapping[str, Any]],
+                    tools: Sequence[Mapping[str, Any]] | None = None,
+                    add_generation_prompt: bool = True) -> str:
+        """Render chat messages with the model's own template (sandboxed Jinja)."""
+        return render_chat(self._template, messages, tools=tools,
+                           add_generation_prompt=add_generation_prompt,
+                           bos_token=self._bos_text, eos_token=self._eos_text)
+
+    def tokenize(self, text: str, add_special: bool = True) -> list[int]:
+        """Token ids of ``text`` (special tokens in the text are parsed)."""
+        return self._vocab.tokenize(text, add_special=add_special)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Text of a token list."""
+        return b"".join(self._vocab.piece(t) for t in tokens).decode("utf-8", "replace")
+
+    def submit(self, request: GenerationRequest) -> RequestHandle:
+        """Queue a request; its answer streams through the returned handle.
+
+        Raises:
+            QueueFullError: too many requests are waiting.
+            ContextOverflowError: the prompt does not fit in one sequence.
+            ChatTemplateError: the messages could not be rendered.
+            EngineClosedError: the engine is closed.
+        """
+        if self._closed.is_set():
+            raise EngineClosedError("the engine is closed")
+        timer = RequestTimer()
+        prompt = self._prompt_tokens(request)
+        if len(prompt) >= self.n_ctx_per_seq:
+            raise ContextOverflowError(len(prompt), self.n_ctx_per_seq)
+        handle = RequestHandle(request)
+        try:
+            self._queue.put_nowait(Admission(handle, prompt, timer))
+        except queue.Full:
+            raise QueueFullError(f"{self._queue.maxsize} requests are already waiting") \
+                from None
+        return handle
+
+    def status(self) -> dict[str, Any]:
+        """A snapshot: slots, queue length, memory per device, load progress, model, context."""
+        from engine.ggml_devices import engine_devices
+
+        try:
+            devices = [{"name": d.name, "kind": d.kind, "free_bytes": d.free_bytes,
+                        "total_bytes": d.total_bytes} for d in engine_devices()]
+        except Exception:  # status must always answer
+            devices = []
+        return {
+            "model": self._name,
+            "model_path": self.spec.model_path,
+            "load_progress": self._progress,
+            "load_seconds": self.load_seconds,
+            "n_ctx_per_seq": self.n_ctx_per_seq,
+            "n_ctx": self._ctx.n_ctx,
+            "slots": [dict(s) for s in self._status_slots],
+            "queue_length": self._queue.qsize(),
+            "devices": devices,
+            "closed": self._closed.is_set(),
+        }
+
+    def close(self) -> None:
+        """Stop the worker, end pending requests, free the context and model. Idempotent."""
+        with self._lock:
+            if self._closed.is_set():
+                return
+            self._closed.set()
+        self._thread.join()
+        self._drain_queue()
+        self._scheduler.free()
+        self._ctx.free()
+        self._model.free()
+        log.info("engine closed: %s", self._name)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the worker -----------------------------------------------------------------------
+    def _prompt_tokens(self, request: GenerationRequest) -> list[int]:
+        if request.messages is not None:
+            text = self.render_chat(request.messages, request.tools,
+                                    request.add_generation_prompt)
+            # the template writes BOS itself when the model wants one
+            tokens = self._vocab.tokenize(text, add_special=False)
+            if self._vocab.add_bos() and (not tokens or tokens[0] != self._vocab.bos):
+                tokens.insert(0, self._vocab.bos)
+        else:
+            tokens = self._vocab.tokenize(request.prompt or "", add_special=True)
+        if not tokens:
+            tokens = [self._vocab.bos if self._vocab.bos >= 0 else 0]
+        return tokens
+
+    def _run(self) -> None:
+        sched = self._scheduler
+        try:
+            while not self._closed.is_set():
+                self._admit(block=not sched.active)
+                if sched.active:
+                    sched.step()
+                    self._status_slots = sched.slot_status()
+        except Exception as exc:  # never leave callers waiting on a dead thread
+            log.exception("engine worker failed")
+            sched.abort_all("error", error=f"{type(exc).__name__}: {exc}")
+            self._closed.set()
+        else:
+            sched.abort_all("cancelled")
+        self._status_slots = sched.slot_status()
+
+    def _admit(self, block: bool) -> None:
+        sched = self._scheduler
+        while sched.has_free_slot():
+            try:
+                item = self._queue.get(timeout=_IDLE_WAIT_S) if block \
+                    else self._queue.get_nowait()
+            except queue.Empty:
+                return
+            sched.admit(item)
+            block = False
+            self._status_slots = sched.slot_status()
+
+    def _drain_queue(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            item.handle.push(Chunk("", (), "cancelled", item.timer.snapshot(),
+                                   error="the engine was closed"))

@@ -1,0 +1,322 @@
+"""Continuous batching: slots (one llama.cpp sequence each) and the decode step over all of them.
+
+Each :meth:`Scheduler.step` runs ONE ``llama_decode`` holding the pending token of every
+generating slot plus as much of the waiting prompts as the batch has room for (chunked
+prefill), then samples one token for every slot whose logits were computed. A new request
+joins between steps. A slot keeps its tokens after a request ends so that the next request
+reuses the longest common prefix of its KV cells.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.loop_guard import LoopGuard
+from engine.metrics import RequestTimer
+from engine.native.batch import Batch
+from engine.native.context import NativeContext
+from engine.native.sampler import SamplerChain
+from engine.native.tokens import Detokenizer, Vocab
+from engine.requests import Chunk, RequestHandle, SamplingParams
+
+log = logging.getLogger(__name__)
+
+RETRY_PENALTIES = {"repeat_penalty": 1.3, "presence_penalty": 0.6, "frequency_penalty": 0.6}
+
+
+@dataclass
+class Admission:
+    """A request waiting for a slot: its handle, prompt tokens and timer (started on receipt)."""
+
+    handle: RequestHandle
+    prompt: list[int]
+    timer: RequestTimer
+
+
+@dataclass
+class Slot:
+    """One sequence of the context and the request it is serving (if any)."""
+
+    seq: int
+    tokens: list[int] = field(default_factory=list)  # what the sequence's cells hold
+    state: str = "idle"  # idle | prefill | generate
+    handle: RequestHandle | None = None
+    params: SamplingParams | None = None
+    prompt: list[int] = field(default_factory=list)
+    n_prompt_done: int = 0
+    sampler: SamplerChain | None = None
+    detok: Detokenizer | None = None
+    timer: RequestTimer | None = None
+    guard: LoopGuard | None = None
+    text: str = ""
+    emitted: int = 0
+    generated: int = 0
+    pending: int | None = None
+    logits_index: int = -1
+    retried: bool = False
+
+    @property
+    def busy(self) -> bool:
+        return self.state != "idle"
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class Scheduler:
+    """Owns the slots and the batch; driven by the engine thread only."""
+
+    def __init__(self, ctx: NativeContext, vocab: Vocab, n_vocab: int) -> None:
+        self.ctx = ctx
+        self.vocab = vocab
+        self.n_vocab = n_vocab
+        self.slots = [Slot(seq=i) for i in range(ctx.n_seq_max)]
+        self.batch = Batch(ctx.n_batch, ctx.n_seq_max)
+
+    # -- admission ------------------------------------------------------------------------
+    def has_free_slot(self) -> bool:
+        return any(not s.busy for s in self.slots)
+
+    @property
+    def active(self) -> bool:
+        return any(s.busy for s in self.slots)
+
+    def admit(self, item: Admission) -> None:
+        """Give a waiting request the free slot whose cached tokens share most of its prompt."""
+        if item.handle.cancelled.is_set():
+            item.handle.push(Chunk("", (), "cancelled", item.timer.snapshot()))
+            return
+        free = [s for s in self.slots if not s.busy]
+        slot = max(free, key=lambda s: common_prefix(s.tokens, item.prompt))
+        params = item.handle.request.params
+        try:
+            sampler = self._sampler(params)
+        except Exception as exc:  # a bad grammar is the caller's error, not the engine's
+            item.handle.push(Chunk("", (), "error", item.timer.snapshot(), error=str(exc)))
+            return
+        reuse = common_prefix(slot.tokens, item.prompt)
+        reuse = min(reuse, len(item.prompt) - 1)  # the last prompt token must be decoded
+        if not self.ctx.seq_rm(slot.seq, reuse, -1):
+            self.ctx.seq_clear(slot.seq)
+            reuse = 0
+        slot.tokens = item.prompt[:reuse]
+        slot.state, slot.handle, slot.params = "prefill", item.handle, params
+        slot.prompt, slot.n_prompt_done = item.prompt, reuse
+        slot.sampler, slot.detok = sampler, Detokenizer(self.vocab)
+        slot.timer = item.timer
+        slot.timer.prompt_tokens = len(item.prompt)
+        slot.timer.cached_tokens = reuse
+        slot.guard = LoopGuard() if params.loop_guard != "off" else None
+        slot.text, slot.emitted, slot.generated = "", 0, 0
+        slot.pending, slot.retried = None, False
+
+    def _sampler(self, p: SamplingParams, **changes: float) -> SamplerChain:
+        values: dict[str, Any] = {
+            "temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k,
+            "min_p": p.min_p, "repeat_penalty": p.repeat_penalty,
+            "presence_penalty": p.presence_penalty, "frequency_penalty": p.frequency_penalty,
+            "seed": p.seed, "grammar": p.grammar}
+        values.update(changes)
+        return SamplerChain(self.vocab.ptr, self.n_vocab, **values)
+
+    # -- the decode step ------------------------------------------------------------------
+    def step(self) -> None:
+        """One ``llama_decode`` over every busy slot, then one sampled token per ready slot."""
+        for slot in self.slots:
+            if slot.busy and slot.handle is not None and slot.handle.cancelled.is_set():
+                self._finish(slot, "cancelled")
+        batch = self.batch
+        batch.clear()
+        for slot in self.slots:
+            slot.logits_index = -1
+            if slot.state == "generate" and slot.pending is not None:
+                slot.logits_index = batch.add(slot.pending, len(slot.tokens), slot.seq, True)
+                slot.tokens.append(slot.pending)
+                slot.pending = None
+        for slot in self.slots:
+            if slot.state != "prefill" or batch.free_space <= 0:
+                continue
+            assert slot.timer is not None
+            if slot.timer.prefill_start is None:
+                slot.timer.prefill_started()
+            start = slot.n_prompt_done
+            chunk = slot.prompt[start:start + batch.free_space]
+            last = start + len(chunk) == len(slot.prompt)
+            index = batch.add_run(chunk, start, slot.seq, logits_last=last)
+            slot.tokens.extend(chunk)
+            slot.n_prompt_done += len(chunk)
+            if last:
+                slot.logits_index = index
+        if batch.n_tokens == 0:
+            return
+        status = batch.decode(self.ctx.ptr)
+        if status != 0:
+            self._decode_failed(status)
+            return
+        for slot in self.slots:
+            if slot.logits_index >= 0 and slot.busy:
+                self._after_decode(slot)
+
+    def _decode_failed(self, status: int) -> None:
+        reason = "the context is full" if status == 1 else f"llama_decode returned {status}"
+        log.error("decode failed: %s", reason)
+        for slot in self.slots:
+            if slot.busy:
+                # the cells of a failed batch are unknown: forget the sequence entirely
+                self.ctx.seq_clear(slot.seq)
+                slot.tokens = []
+                self._finish(slot, "error", error=reason)
+
+    def _after_decode(self, slot: Slot) -> None:
+        assert slot.sampler is not None and slot.timer is not None and slot.params is not None
+        if slot.state == "prefill":
+            slot.timer.prefill_done()
+            slot.state = "generate"
+        token = slot.sampler.sample(self.ctx.ptr, slot.logits_index)
+        slot.timer.token()
+        slot.generated += 1
+        if self.vocab.is_eog(token):
+            self._finish(slot, "stop", token_ids=(token,))
+            return
+        assert slot.detok is not None
+        slot.text += slot.detok.feed(token)
+        if self._check_loop(slot, token):
+            return
+        finish = self._stop_or_length(slot)
+        out, slot.emitted = self._emittable(slot, finish)
+        if finish is not None:
+            self._finish(slot, finish, text=out, token_ids=(token,))
+            return
+        if len(slot.tokens) + 1 >= self.ctx.n_ctx_seq:
+            self._finish(slot, "length", text=out + slot.text[slot.emitted:],
+                         token_ids=(token,))
+            return
+        slot.pending = token
+        assert slot.handle is not None
+        slot.handle.push(Chunk(out, (token,), None, slot.timer.snapshot()))
+
+    def _check_loop(self, slot: Slot, token: int) -> bool:
+        """Apply the loop guard; True when the request ended because of a loop."""
+        if slot.guard is None:
+            return False
+        verdict = slot.guard.feed(token)
+        if verdict is None:
+            return False
+        assert slot.params is not None and slot.handle is not None and slot.timer is not None
+        if slot.params.loop_guard == "retry" and not slot.retried:
+            log.info("loop guard: %s loop (period %d) in slot %d; retrying with penalties",
+                     verdict.kind, verdict.period, slot.seq)
+            self._retry(slot, token)
+            return True
+        log.info("loop guard: %s loop (period %d) in slot %d; stopping",
+                 verdict.kind, verdict.period, slot.seq)
+        text = slot.text[slot.emitted:]
+        slot.emitted = len(slot.text)
+        self._finish(slot, "loop", text=text, token_ids=(token,), loop_guard="stopped")
+        return True
+
+    def _retry(self, slot: Slot, token: int) -> None:
+        """Continue the same answer with raised penalties (once); the chunk says so."""
+        assert slot.params is not None and slot.sampler is not None and slot.guard is not None
+        slot.sampler.free()
+        raised = {k: max(v, float(getattr(slot.params, k))) for k, v in RETRY_PENALTIES.items()}
+        slot.sampler = self._sampler(slot.params, **raised)
+        slot.retried = True
+        slot.guard.reset()
+        text = slot.text[slot.emitted:]
+        slot.emitted = len(slot.text)
+        slot.pending = token
+        assert slot.handle is not None and slot.timer is not None
+        slot.handle.push(Chunk(text, (token,), None, slot.timer.snapshot(),
+                               loop_guard="retried"))
+
+    def _stop_or_length(self, slot: Slot) -> str | None:
+        assert slot.params is not None
+        stops = slot.params.stop
+        if stops:
+            lookback = max(len(s) for s in stops)
+            start = max(0, slot.emitted - lookback)
+            hits = [i for i in (slot.text.find(s, start) for s in stops) if i >= 0]
+            if hits:
+                slot.text = slot.text[:min(hits)]
+                return "stop"
+        if slot.generated >= slot.params.max_tokens:
+            return "length"
+        return None
+
+    def _emittable(self, slot: Slot, finish: str | None) -> tuple[str, int]:
+        """Text that can go out now: all at the end, else all but a possible stop prefix."""
+        end = len(slot.text)
+        if finish is None and slot.params is not None and slot.params.stop:
+            end -= _held_back(slot.text, slot.params.stop)
+        end = max(end, slot.emitted)
+        return slot.text[slot.emitted:end], end
+
+    def _finish(self, slot: Slot, reason: str, *, text: str = "",
+                token_ids: tuple[int, ...] = (), error: str | None = None,
+                loop_guard: str | None = None) -> None:
+        """End the slot's request with a final chunk; the slot keeps its cached tokens."""
+        assert slot.timer is not None and slot.handle is not None
+        if slot.detok is not None and reason not in ("error", "cancelled"):
+            text += slot.detok.flush()
+        if loop_guard is None and slot.retried:
+            loop_guard = "retried"
+        metrics = slot.timer.snapshot()
+        slot.handle.push(Chunk(text, token_ids, reason, metrics, error=error,
+                               loop_guard=loop_guard))
+        if slot.sampler is not None:
+            slot.sampler.free()
+        if slot.state == "prefill":
+            # a half-filled prompt: keep only what was really decoded
+            slot.tokens = slot.prompt[:slot.n_prompt_done]
+        slot.state, slot.handle, slot.sampler, slot.detok = "idle", None, None, None
+        slot.pending, slot.guard, slot.params = None, None, None
+
+    # -- status and teardown --------------------------------------------------------------
+    def slot_status(self) -> list[dict[str, Any]]:
+        """Per slot: state, tokens held, current decode t/s."""
+        out = []
+        now = time.perf_counter()
+        for s in self.slots:
+            tps = None
+            t = s.timer
+            if s.busy and t is not None and t.first_token is not None \
+                    and t.generated_tokens > 1 and now > t.first_token:
+                tps = (t.generated_tokens - 1) / max(1e-9, (t.last_token or now) - t.first_token)
+            out.append({"seq": s.seq, "state": s.state, "tokens": len(s.tokens),
+                        "generated": s.generated if s.busy else 0, "decode_tps": tps})
+        return out
+
+    def abort_all(self, reason: str, error: str | None = None) -> None:
+        """End every busy slot (used on close)."""
+        for slot in self.slots:
+            if slot.busy:
+                self._finish(slot, reason, error=error)
+
+    def free(self) -> None:
+        """Release the batch and any sampler still held."""
+        for slot in self.slots:
+            if slot.sampler is not None:
+                slot.sampler.free()
+                slot.sampler = None
+        self.batch.free()
+
+
+def _held_back(text: str, stops: tuple[str, ...]) -> int:
+    """Length of the longest suffix of ``text`` that begins some stop string."""
+    best = 0
+    for s in stops:
+        for k in range(min(len(s) - 1, len(text)), best, -1):
+            if text.endswith(s[:k]):
+                best = k
+                break
+    return best
