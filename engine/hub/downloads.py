@@ -1,0 +1,432 @@
+"""Downloads from the hub: planned first, resumable, verified, with progress and cancel.
+
+``plan_download(spec)`` lists what ``REPO[:QUANT]`` (or ``hf:OWNER/REPO/FILE.gguf``) means
+(all shards of a split file), where it goes and whether the disk has room; ``download``
+carries that plan out. Bytes go to ``NAME.part`` beside the target (or the hub cache's
+``blobs/SHA.incomplete``, as huggingface_hub names them) with a small state file under
+``paths().data / "downloads"``, so a paused or interrupted download continues where it
+stopped, also after a restart. Each file's sha256 is checked against the hub's LFS hash;
+a file that does not match is removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+
+from huggingface_hub import constants
+
+from engine.hub import hubapi
+from engine.hub.errors import (
+    BadSpecError,
+    HubNotFoundError,
+    HubOfflineError,
+    IntegrityError,
+    NotEnoughDiskError,
+)
+from engine.hub.quants import FileGroup, gguf_groups, pick_group
+from engine.hub.remote import parse_spec, shard_names
+from engine.paths import paths
+
+log = logging.getLogger(__name__)
+
+DISK_MARGIN = 512 << 20        # keep this much free beyond the download
+BLOCK = 1 << 20
+RETRIES = 3                    # connection drops survived per file before giving up
+DEFAULT_QUANTS = ("Q4_K_M", "Q4_K_XL", "IQ4_XS", "Q4_0", "MXFP4", "MXFP4_MOE", "Q5_K_M",
+                  "Q6_K", "Q8_0")
+
+
+class Destination(StrEnum):
+    """Where downloaded files go: Loadout's model folder or the shared hub cache."""
+
+    MODELS = "models"
+    HUB_CACHE = "hub-cache"
+
+
+class Status(StrEnum):
+    COMPLETE = "complete"
+    PAUSED = "paused"        # cancel event set: partial files kept for a later resume
+
+
+@dataclass(frozen=True)
+class DownloadItem:
+    """One file of a download: where it comes from, where it goes, what is already here."""
+
+    remote: hubapi.RemoteFile
+    target: Path
+    partial: Path
+    have_bytes: int
+
+
+@dataclass(frozen=True)
+class DownloadPlan:
+    """What a download will do, computed before any byte moves."""
+
+    repo: str
+    quant: str | None
+    destination: Destination
+    items: tuple[DownloadItem, ...]
+    commit: str | None
+    free_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(i.remote.size for i in self.items)
+
+    @property
+    def remaining_bytes(self) -> int:
+        return sum(0 if i.target.exists() else i.remote.size - i.have_bytes for i in self.items)
+
+    @property
+    def fits_on_disk(self) -> bool:
+        return self.free_bytes >= self.remaining_bytes + DISK_MARGIN
+
+    @property
+    def model_path(self) -> Path:
+        """The file to open once done (first shard of a split model)."""
+        return self.items[0].target
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Reported while downloading (at most ~10 times a second, and at each file's end)."""
+
+    file: str
+    file_index: int
+    file_count: int
+    done_bytes: int          # over the whole download, resumed bytes included
+    total_bytes: int
+    bytes_per_s: float       # over this session's bytes
+
+
+@dataclass(frozen=True)
+class DownloadResult:
+    status: Status
+    model_path: Path
+    files: tuple[Path, ...]
+    bytes_downloaded: int    # in this call
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def parse_pull_spec(spec: str) -> tuple[str, str | None, str | None]:
+    """``REPO[:QUANT]`` or ``hf:OWNER/REPO/FILE.gguf`` -> (repo, quant, filename).
+
+    Raises:
+        BadSpecError: neither form.
+    """
+    if spec.startswith("hf:"):
+        hub = parse_spec(spec)
+        return hub.repo, None, hub.filename
+    repo, _, quant = spec.partition(":")
+    hubapi.check_repo_id(repo)
+    return repo, (quant.upper() or None), None
+
+
+def choose_files(repo: str, files: tuple[hubapi.RemoteFile, ...], quant: str | None,
+                 filename: str | None) -> FileGroup:
+    """The file group a pull spec names (a default quant when none is given).
+
+    Raises:
+        HubNotFoundError: nothing matches; the message lists the quants the repo has.
+    """
+    groups = gguf_groups(files)
+    if filename is not None:
+        wanted = set(shard_names(filename))
+        chosen = tuple(f for f in files if f.path in wanted)
+        if len(chosen) != len(wanted):
+            raise HubNotFoundError(f"{repo} has no file {filename}")
+        return FileGroup(quant=None, files=tuple(sorted(chosen, key=lambda f: f.path)))
+    if not groups:
+        raise HubNotFoundError(f"{repo} has no GGUF files")
+    for q in ((quant,) if quant else DEFAULT_QUANTS):
+        group = pick_group(groups, q)
+        if group is not None:
+            if not group.complete:
+                raise HubNotFoundError(f"{repo}: the listing lacks shards of {group.first.path}")
+            return group
+    if quant is None and len(groups) == 1:
+        return groups[0]
+    have = sorted({g.quant or g.first.path for g in groups})
+    raise HubNotFoundError(f"{repo} has no {quant or 'default'} file; it has: {', '.join(have)}")
+
+
+def _hub_cache() -> Path:
+    return Path(os.environ.get("HF_HUB_CACHE") or constants.HF_HUB_CACHE)
+
+
+def _paths_for(remote: hubapi.RemoteFile, destination: Destination,
+               commit: str | None) -> tuple[Path, Path]:
+    if destination is Destination.MODELS:
+        target = paths().models / remote.repo / remote.path
+        return target, target.with_name(target.name + ".part")
+    repo_dir = _hub_cache() / ("models--" + remote.repo.replace("/", "--"))
+    blob = repo_dir / "blobs" / (remote.sha256 or hashlib.sha256(remote.path.encode()).hexdigest())
+    target = repo_dir / "snapshots" / (commit or remote.revision) / remote.path
+    return target, blob.with_name(blob.name + ".incomplete")
+
+
+def _state_path(partial: Path) -> Path:
+    key = hashlib.sha256(str(partial).encode()).hexdigest()[:32]
+    return paths().data / "downloads" / f"{key}.json"
+
+
+def _free_bytes(folder: Path) -> int:
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def plan_download(spec: str, destination: Destination = Destination.MODELS,
+                  timeout: float = hubapi.DEFAULT_TIMEOUT_S) -> DownloadPlan:
+    """List the files ``spec`` names and what is already here; no byte is downloaded.
+
+    Raises:
+        BadSpecError, HubOfflineError, HubNotFoundError: see :mod:`engine.hub.errors`.
+    """
+    repo, quant, filename = parse_pull_spec(spec)
+    files = hubapi.list_files(repo, timeout=timeout)
+    group = choose_files(repo, files, quant, filename)
+    commit = hubapi.head_file(repo, group.first.path, timeout=timeout).commit \
+        if destination is Destination.HUB_CACHE else None
+    items = []
+    for remote in group.files:
+        target, partial = _paths_for(remote, destination, commit)
+        have = partial.stat().st_size if partial.exists() and _state_matches(partial, remote) \
+            else 0
+        items.append(DownloadItem(remote=remote, target=target, partial=partial,
+                                  have_bytes=min(have, remote.size)))
+    folder = items[0].partial.parent
+    return DownloadPlan(repo=repo, quant=group.quant or quant, destination=destination,
+                        items=tuple(items), commit=commit, free_bytes=_free_bytes(folder))
+
+
+def _state_matches(partial: Path, remote: hubapi.RemoteFile) -> bool:
+    try:
+        doc = json.loads(_state_path(partial).read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(doc.get("size") == remote.size and doc.get("sha256") == remote.sha256)
+
+
+def _write_state(item: DownloadItem) -> None:
+    state = _state_path(item.partial)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    r = item.remote
+    state.write_text(json.dumps({"repo": r.repo, "path": r.path, "revision": r.revision,
+                                 "size": r.size, "sha256": r.sha256,
+                                 "partial": str(item.partial), "target": str(item.target)}))
+
+
+def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
+             cancel: threading.Event | None = None,
+             destination: Destination = Destination.MODELS,
+             timeout: float = hubapi.DEFAULT_TIMEOUT_S) -> DownloadResult:
+    """Carry out a download plan (or plan ``spec`` first), resuming what is already here.
+
+    Args:
+        plan: a :class:`DownloadPlan` or a spec for :func:`plan_download`.
+        progress: called with a :class:`Progress` as bytes arrive.
+        cancel: when set, stops soon and returns ``Status.PAUSED`` (partial files kept;
+            :func:`discard` removes them).
+        destination: for a spec: Loadout's model folder or the hub cache.
+        timeout: seconds per network operation.
+
+    Raises:
+        NotEnoughDiskError: less free space than the remaining bytes (nothing written).
+        IntegrityError: a file's sha256 differs from the hub's (the file is removed).
+        HubOfflineError: the hub cannot be reached (partial files kept for a resume).
+    """
+    if isinstance(plan, str):
+        plan = plan_download(plan, destination, timeout)
+    if not plan.fits_on_disk:
+        raise NotEnoughDiskError(
+            f"{plan.repo}: {plan.remaining_bytes / 1e9:.1f} GB to download but only "
+            f"{plan.free_bytes / 1e9:.1f} GB free in {plan.items[0].partial.parent}")
+    meter = _Meter(plan, progress)
+    for index, item in enumerate(plan.items):
+        meter.file_index = index
+        if item.target.exists() and item.target.stat().st_size == item.remote.size:
+            continue
+        if not _fetch_file(item, meter, cancel, timeout):
+            return DownloadResult(Status.PAUSED, plan.model_path,
+                                  tuple(i.target for i in plan.items), meter.session_bytes)
+        _finish(item, plan)
+    meter.report(force=True)
+    return DownloadResult(Status.COMPLETE, plan.model_path,
+                          tuple(i.target for i in plan.items), meter.session_bytes)
+
+
+class _Meter:
+    def __init__(self, plan: DownloadPlan, callback: ProgressCallback | None) -> None:
+        self.plan = plan
+        self.callback = callback
+        self.file_index = 0
+        self.done = plan.total_bytes - plan.remaining_bytes
+        self.session_bytes = 0
+        self.started = time.monotonic()
+        self.last = 0.0
+
+    def add(self, n: int) -> None:
+        self.done += n
+        self.session_bytes += n
+        self.report()
+
+    def report(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.callback is None or (not force and now - self.last < 0.1):
+            return
+        self.last = now
+        item = self.plan.items[self.file_index]
+        rate = self.session_bytes / max(now - self.started, 1e-6)
+        self.callback(Progress(item.remote.path, self.file_index, len(self.plan.items),
+                               self.done, self.plan.total_bytes, rate))
+
+
+def _hash_existing(partial: Path, digest: hashlib._Hash) -> int:
+    with open(partial, "rb") as f:
+        while block := f.read(BLOCK):
+            digest.update(block)
+    return partial.stat().st_size
+
+
+def _fetch_file(item: DownloadItem, meter: _Meter, cancel: threading.Event | None,
+                timeout: float) -> bool:
+    """Download one file into its partial; False if cancelled (partial kept)."""
+    remote = item.remote
+    item.partial.parent.mkdir(parents=True, exist_ok=True)
+    if not (item.partial.exists() and _state_matches(item.partial, remote)):
+        item.partial.write_bytes(b"")
+    _write_state(item)
+    digest = hashlib.sha256()
+    have = _hash_existing(item.partial, digest)
+    if have > remote.size:
+        item.partial.write_bytes(b"")
+        digest, have = hashlib.sha256(), 0
+    drops = 0
+    with open(item.partial, "ab") as out:
+        while have < remote.size:
+            if cancel is not None and cancel.is_set():
+                return False
+            try:
+                have = _stream(remote, have, out, digest, meter, cancel, timeout)
+            except HubOfflineError:
+                drops += 1
+                out.flush()
+                have = out.tell()  # every byte written is also in the digest
+                if drops > RETRIES:
+                    raise
+                log.warning("%s: connection lost at %d bytes; resuming", remote.path, have)
+    if cancel is not None and cancel.is_set() and have < remote.size:
+        return False
+    _verify(item, digest.hexdigest())
+    return True
+
+
+def _stream(remote: hubapi.RemoteFile, have: int, out: object, digest: hashlib._Hash,
+            meter: _Meter, cancel: threading.Event | None, timeout: float) -> int:
+    import httpx2
+
+    assert hasattr(out, "write")
+    with hubapi.open_range(remote.url, have, None, timeout) as response:
+        try:
+            for block in response.iter_bytes():  # as received: a drop loses little
+                block = block[: remote.size - have]
+                out.write(block)
+                digest.update(block)
+                have += len(block)
+                meter.add(len(block))
+                if cancel is not None and cancel.is_set():
+                    break
+        except httpx2.TransportError as exc:
+            raise HubOfflineError(f"{remote.path}: connection lost ({exc})") from exc
+    return have
+
+
+def _verify(item: DownloadItem, sha256: str) -> None:
+    expected = item.remote.sha256
+    if expected is not None and sha256 != expected.lower():
+        item.partial.unlink(missing_ok=True)
+        _state_path(item.partial).unlink(missing_ok=True)
+        raise IntegrityError(f"{item.remote.path}: sha256 {sha256[:12]}... differs from the "
+                             f"hub's {expected[:12]}...; the download was removed")
+
+
+def _finish(item: DownloadItem, plan: DownloadPlan) -> None:
+    item.target.parent.mkdir(parents=True, exist_ok=True)
+    if plan.destination is Destination.MODELS:
+        os.replace(item.partial, item.target)
+    else:
+        blob = item.partial.with_name(item.partial.name.removesuffix(".incomplete"))
+        os.replace(item.partial, blob)
+        item.target.unlink(missing_ok=True)
+        try:
+            item.target.symlink_to(os.path.relpath(blob, item.target.parent))
+        except OSError:  # no symlinks (Windows without developer mode): keep a copy
+            shutil.copyfile(blob, item.target)
+        if plan.commit:
+            ref = blob.parent.parent / "refs" / item.remote.revision
+            ref.parent.mkdir(parents=True, exist_ok=True)
+            ref.write_text(plan.commit)
+    _state_path(item.partial).unlink(missing_ok=True)
+
+
+def discard(plan: DownloadPlan) -> int:
+    """Cancel for good: remove the partial files of ``plan``. Returns the bytes freed."""
+    freed = 0
+    for item in plan.items:
+        if item.partial.exists():
+            freed += item.partial.stat().st_size
+            item.partial.unlink()
+        _state_path(item.partial).unlink(missing_ok=True)
+    return freed
+
+
+@dataclass(frozen=True)
+class PendingDownload:
+    """A partial download found on disk (e.g. after a restart), to resume or discard."""
+
+    repo: str
+    path: str
+    partial: Path
+    target: Path
+    have_bytes: int
+    size: int
+
+
+def pending_downloads() -> tuple[PendingDownload, ...]:
+    """Partial downloads left by a pause, a crash or a restart."""
+    folder = paths().data / "downloads"
+    found = []
+    for state in sorted(folder.glob("*.json")) if folder.exists() else ():
+        try:
+            doc = json.loads(state.read_text())
+            partial = Path(doc["partial"])
+            have = partial.stat().st_size if partial.exists() else 0
+            found.append(PendingDownload(doc["repo"], doc["path"], partial,
+                                         Path(doc["target"]), have, int(doc["size"])))
+        except (OSError, ValueError, KeyError, TypeError):
+            log.warning("unreadable download state %s", state)
+    return tuple(found)
+
+
+def with_free_bytes(plan: DownloadPlan, free_bytes: int) -> DownloadPlan:
+    """The same plan with another free-space figure (what-if, and for tests of the check)."""
+    return replace(plan, free_bytes=free_bytes)
+
+
+__all__ = ["BadSpecError", "Destination", "DownloadItem", "DownloadPlan", "DownloadResult",
+           "PendingDownload", "Progress", "Status", "discard", "download", "parse_pull_spec",
+           "pending_downloads", "plan_download"]
