@@ -1,29 +1,254 @@
-"""The desktop app's entry point: creates the QApplication and the main window."""
+"""The desktop app's entry point and its main window (a thin shell wiring the pages)."""
 
 from __future__ import annotations
 
 import logging
-from importlib.metadata import version
+from pathlib import Path
 
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+import psutil
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QIcon
+from PySide6.QtWidgets import (
+    QApplication,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QStyle,
+    QWidget,
+)
+
+from app import services
+from app.error_report import ErrorReporter
+from app.formatting import fmt_bytes
+from app.i18n import LanguageSwitcher, system_language
+from app.pages.home import HomePage
+from app.pages.models import ModelsPage
+from app.pages.placeholders import ChatPage, ServerPage
+from app.pages.plan_page import PlanPage
+from app.pages.settings_page import SettingsPage
+from app.settings_store import AppSettings, load_settings
+from app.state import AppState
+from app.theme import apply_theme
+from app.workers import Job, WorkerRunner
+from planner.inventory import Inventory
 
 log = logging.getLogger(__name__)
 
+PAGES: tuple[str, ...] = ("home", "models", "plan", "chat", "server", "settings")
+_ICONS = {
+    "home": QStyle.StandardPixmap.SP_ComputerIcon,
+    "models": QStyle.StandardPixmap.SP_DirIcon,
+    "plan": QStyle.StandardPixmap.SP_FileDialogDetailedView,
+    "chat": QStyle.StandardPixmap.SP_MessageBoxInformation,
+    "server": QStyle.StandardPixmap.SP_DriveNetIcon,
+    "settings": QStyle.StandardPixmap.SP_FileDialogContentsView,
+}
+
+
+def _demo_path() -> Path | None:
+    from engine.demo import demo_model_path
+    from engine.errors import DemoModelMissingError
+
+    try:
+        return demo_model_path()
+    except DemoModelMissingError:
+        log.warning("the demo model is not installed")
+        return None
+
 
 class MainWindow(QMainWindow):
-    """The main window: a thin shell that wires the pages together."""
+    """Sidebar (Home, Models, Plan, Chat, Server, Settings), pages, status bar.
 
-    def __init__(self) -> None:
+    Args:
+        settings: the settings to start with (default: the saved ones).
+        switcher: the language switcher (one per application).
+        detect: detect this machine's hardware as soon as the window exists.
+    """
+
+    def __init__(self, settings: AppSettings | None = None,
+                 switcher: LanguageSwitcher | None = None, detect: bool = True) -> None:
         super().__init__()
-        self.setWindowTitle(self.tr("Loadout"))
+        self.state = AppState(settings if settings is not None else load_settings(), self)
+        self.errors = ErrorReporter(self)
+        self.runner = WorkerRunner(self.errors.report, parent=self)
+        self.switcher = switcher or LanguageSwitcher()
         self.resize(1280, 800)
-        label = QLabel(self.tr("Loadout {version}").format(version=version("loadout")))
-        self.setCentralWidget(label)
+        self.setMinimumSize(QSize(960, 600))
+
+        self.sidebar = QListWidget()
+        self.sidebar.setObjectName("sidebar")
+        self.sidebar.setIconSize(QSize(20, 20))
+        self.sidebar.setFixedWidth(self.fontMetrics().horizontalAdvance("M") * 12)
+        self.stack = QStackedWidget()
+        self.home = HomePage(self.state)
+        self.models = ModelsPage(self.state, _demo_path())
+        self.plan = PlanPage(self.state, self.runner)
+        self.chat = ChatPage()
+        self.server = ServerPage()
+        self.settings_page = SettingsPage(self.state)
+        self.pages: dict[str, QWidget] = {
+            "home": self.home, "models": self.models, "plan": self.plan, "chat": self.chat,
+            "server": self.server, "settings": self.settings_page}
+        for key in PAGES:
+            item = QListWidgetItem(self.style().standardIcon(_ICONS[key]), "")
+            item.setData(Qt.ItemDataRole.UserRole, key)
+            self.sidebar.addItem(item)
+            self.stack.addWidget(self.pages[key])
+        self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.addWidget(self.sidebar)
+        layout.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+
+        self.status_engine, self.status_model = QLabel(), QLabel()
+        self.status_decode, self.status_vram, self.status_ram = QLabel(), QLabel(), QLabel()
+        for label in (self.status_engine, self.status_model, self.status_decode,
+                      self.status_vram, self.status_ram):
+            self.statusBar().addPermanentWidget(label)
+        self._ram_timer = QTimer(self)
+        self._ram_timer.setInterval(2000)
+        self._ram_timer.timeout.connect(self._update_status)
+        self._ram_timer.start()
+
+        self.runner.sig_lane_idle.connect(self._on_lane_idle)
+        self.home.sig_detect_requested.connect(self.start_detection)
+        self.home.sig_whatif_requested.connect(self._on_home_whatif_requested)
+        self.models.sig_model_chosen.connect(self.select_model)
+        self.settings_page.sig_settings_edited.connect(self._on_settings_edited)
+        self.state.sig_model_changed.connect(self._update_status)
+        self.state.sig_detected_changed.connect(self._update_status)
+        self.errors.sig_error_reported.connect(
+            lambda msg: self.statusBar().showMessage(msg, 10000))
+        self.show_page("home")
+        self.retranslate()
+        if detect:
+            self.start_detection()
+
+    # -- navigation -------------------------------------------------------------------
+    def show_page(self, key: str) -> None:
+        """Switch to page ``key`` (one of :data:`PAGES`)."""
+        self.sidebar.setCurrentRow(PAGES.index(key))
+
+    def current_page(self) -> str:
+        """The key of the page shown."""
+        return PAGES[self.stack.currentIndex()]
+
+    # -- work -------------------------------------------------------------------------
+    def start_detection(self) -> None:
+        """Detect this machine off the UI thread, showing progress on Home."""
+        self.home.set_detecting(True)
+        self.runner.submit("detect", services.detect_machine, self._on_detected,
+                           on_progress=self._on_detect_progress)
+
+    def set_detected(self, inventory: Inventory) -> None:
+        """Use ``inventory`` as this machine (detection result, or a test's rig)."""
+        self.home.set_detecting(False)
+        self.state.set_detected(inventory)
+
+    def select_model(self, path: Path) -> None:
+        """Read ``path``'s header off the UI thread, then show its Plan page."""
+        target = Path(path)
+
+        def read(_job: Job) -> object:
+            return services.read_profile(target)
+
+        self.plan.set_busy(True)
+        self.runner.submit("profile", read,
+                           lambda profile: self._on_profile_read(target, profile))
+
+    def _on_profile_read(self, path: Path, profile: object) -> None:
+        self.state.set_model(path, profile)  # type: ignore[arg-type]
+        self.show_page("plan")
+
+    def _on_detected(self, inventory: Inventory) -> None:
+        self.set_detected(inventory)
+
+    def _on_detect_progress(self, value: object) -> None:
+        self.home.set_detecting(True, str(value) if isinstance(value, str) else "")
+
+    def _on_lane_idle(self, lane: str) -> None:
+        if lane == "detect" and self.state.detected is None:
+            self.home.set_detecting(False)
+        if lane == "profile":
+            self.plan.set_busy(False)
+
+    def _on_home_whatif_requested(self) -> None:
+        self.show_page("plan")
+        self.plan.open_whatif()
+
+    def _on_settings_edited(self, settings: AppSettings) -> None:
+        old = self.state.settings
+        self.state.update_settings(settings)
+        if settings.language != old.language:
+            self.switcher.set_language(settings.language or system_language())
+        if settings.theme != old.theme:
+            app = QApplication.instance()
+            if isinstance(app, QApplication):
+                apply_theme(app, settings.theme)
+
+    # -- texts ------------------------------------------------------------------------
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def retranslate(self) -> None:
+        """Set every visible text in the current language."""
+        self.setWindowTitle(self.tr("Loadout"))
+        names = {"home": self.tr("Home"), "models": self.tr("Models"), "plan": self.tr("Plan"),
+                 "chat": self.tr("Chat"), "server": self.tr("Server"),
+                 "settings": self.tr("Settings")}
+        for row, key in enumerate(PAGES):
+            item = self.sidebar.item(row)
+            if item is not None:
+                item.setText(names[key])
+        self._update_status()
+
+    def _update_status(self) -> None:
+        self.status_engine.setText(self.tr("Engine: not loaded"))
+        path = self.state.model_path
+        self.status_model.setText(self.tr("Model: {name}").format(
+            name=path.name if path else self.tr("none")))
+        self.status_decode.setText(self.tr("Decode: — t/s"))
+        inv = self.state.detected
+        if inv is not None and inv.gpus:
+            used = sum(g.total_bytes - g.free_bytes for g in inv.gpus)
+            total = sum(g.total_bytes for g in inv.gpus)
+            self.status_vram.setText(self.tr("VRAM in use: {used} / {total}").format(
+                used=fmt_bytes(used), total=fmt_bytes(total)))
+        else:
+            self.status_vram.setText(self.tr("VRAM: none"))
+        mem = psutil.virtual_memory()
+        self.status_ram.setText(self.tr("RAM in use: {used} / {total}").format(
+            used=fmt_bytes(mem.total - mem.available), total=fmt_bytes(mem.total)))
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Stop timers and wait for every worker thread (the window may then be deleted)."""
+        self._ram_timer.stop()
+        self.errors.close()
+        self.runner.shutdown()
 
 
 def run_app(argv: list[str]) -> int:
     """Create the application, show the main window and run the event loop."""
     app = QApplication.instance() or QApplication(argv)
-    window = MainWindow()
+    assert isinstance(app, QApplication)
+    app.setApplicationName("Loadout")
+    settings = load_settings()
+    apply_theme(app, settings.theme)
+    hints = app.styleHints()
+    hints.colorSchemeChanged.connect(lambda _scheme: apply_theme(app, load_settings().theme))
+    switcher = LanguageSwitcher()
+    switcher.set_language(settings.language or system_language())
+    window = MainWindow(settings, switcher)
+    window.setWindowIcon(QIcon.fromTheme("applications-science"))
     window.show()
     return int(app.exec())

@@ -1,0 +1,163 @@
+"""Home: this machine at a glance — GPUs, RAM, disks — detected off the UI thread."""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.formatting import fmt_bytes, fmt_gbps
+from app.state import AppState
+from app.texts import disk_kind_text, plan_roles, role_text
+
+log = logging.getLogger(__name__)
+
+
+def _table(columns: int) -> QTableWidget:
+    table = QTableWidget(0, columns)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+    table.verticalHeader().setVisible(False)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    table.horizontalHeader().setStretchLastSection(True)
+    return table
+
+
+class HomePage(QWidget):
+    """This machine: each GPU (name, VRAM, bandwidth, role), RAM, disks."""
+
+    sig_detect_requested = Signal()
+    sig_whatif_requested = Signal()
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._state = state
+        self._detecting = False
+        self._progress_text = ""
+        self.title = QLabel()
+        self.title.setObjectName("pageTitle")
+        self.status = QLabel()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)  # busy indicator while detection runs
+        self.progress.setMaximumWidth(240)
+        self.progress.setVisible(False)
+        self.detect_button = QPushButton()
+        self.detect_button.clicked.connect(self.sig_detect_requested)
+        self.whatif_button = QPushButton()
+        self.whatif_button.clicked.connect(self.sig_whatif_requested)
+        top = QHBoxLayout()
+        top.addWidget(self.title)
+        top.addStretch(1)
+        top.addWidget(self.progress)
+        top.addWidget(self.detect_button)
+        top.addWidget(self.whatif_button)
+
+        self.gpu_box = QGroupBox()
+        self.gpu_table = _table(5)
+        self.no_gpu = QLabel()
+        gpu_layout = QVBoxLayout(self.gpu_box)
+        gpu_layout.addWidget(self.gpu_table)
+        gpu_layout.addWidget(self.no_gpu)
+        self.host_box = QGroupBox()
+        self.host_label = QLabel()
+        self.host_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        QVBoxLayout(self.host_box).addWidget(self.host_label)
+        self.disk_box = QGroupBox()
+        self.disk_table = _table(3)
+        QVBoxLayout(self.disk_box).addWidget(self.disk_table)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.status)
+        layout.addWidget(self.gpu_box, 2)
+        layout.addWidget(self.host_box)
+        layout.addWidget(self.disk_box, 1)
+        state.sig_detected_changed.connect(self.refresh)
+        state.sig_plan_changed.connect(lambda _plan: self.refresh())
+        self.retranslate()
+
+    def set_detecting(self, detecting: bool, text: str = "") -> None:
+        """Show or hide the detection progress state."""
+        self._detecting = detecting
+        self._progress_text = text
+        self.progress.setVisible(detecting)
+        self.detect_button.setEnabled(not detecting)
+        self._update_status()
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def retranslate(self) -> None:
+        """Set every visible text in the current language."""
+        self.title.setText(self.tr("This machine"))
+        self.detect_button.setText(self.tr("Detect again"))
+        self.whatif_button.setText(self.tr("What if…"))
+        self.whatif_button.setToolTip(self.tr("Plan for an edited machine: add or remove "
+                                              "GPUs, change RAM, open or save rig files"))
+        self.gpu_box.setTitle(self.tr("GPUs"))
+        self.host_box.setTitle(self.tr("Memory and CPU"))
+        self.disk_box.setTitle(self.tr("Disks"))
+        self.no_gpu.setText(self.tr("No GPU found: models run on the CPU from RAM."))
+        self.gpu_table.setHorizontalHeaderLabels([
+            self.tr("GPU"), self.tr("VRAM free / total"), self.tr("Bandwidth"),
+            self.tr("Role"), self.tr("Why")])
+        self.disk_table.setHorizontalHeaderLabels([
+            self.tr("Folder"), self.tr("Kind"), self.tr("Read speed")])
+        self.refresh()
+
+    def _update_status(self) -> None:
+        if self._detecting:
+            self.status.setText(self._progress_text or self.tr("Detecting hardware…"))
+        elif self._state.detected is None:
+            self.status.setText(self.tr("Hardware not detected yet."))
+        else:
+            self.status.setText(self.tr("Detected."))
+
+    def refresh(self) -> None:
+        """Fill the tables from the detected inventory and the newest plan's roles."""
+        self._update_status()
+        inv = self._state.detected
+        gpus = inv.gpus if inv is not None else ()
+        roles = plan_roles(self._state.plan) if self._state.whatif is None else {}
+        self.gpu_table.setRowCount(len(gpus))
+        for row, gpu in enumerate(gpus):
+            role, reason = roles.get(gpu.index, ("", ""))
+            cells = [gpu.name, f"{fmt_bytes(gpu.free_bytes)} / {fmt_bytes(gpu.total_bytes)}",
+                     fmt_gbps(gpu.bandwidth_gbps),
+                     role_text(role) if role else self.tr("pick a model to see"),
+                     reason]
+            for col, text in enumerate(cells):
+                self.gpu_table.setItem(row, col, QTableWidgetItem(text))
+        self.gpu_table.setVisible(bool(gpus))
+        self.no_gpu.setVisible(inv is not None and not gpus)
+        if inv is None:
+            self.host_label.setText("—")
+        else:
+            h = inv.host
+            self.host_label.setText(self.tr(
+                "RAM {available} available of {total} · {bandwidth} · {cpu}, "
+                "{cores} cores / {threads} threads").format(
+                available=fmt_bytes(h.ram_available_bytes), total=fmt_bytes(h.ram_total_bytes),
+                bandwidth=fmt_gbps(h.bandwidth_gbps), cpu=h.cpu, cores=h.cores,
+                threads=h.threads))
+        disks = inv.disks if inv is not None else ()
+        self.disk_table.setRowCount(len(disks))
+        for row, disk in enumerate(disks):
+            cells = [disk.path, disk_kind_text(disk.kind.value), fmt_gbps(disk.read_gbps)]
+            for col, text in enumerate(cells):
+                self.disk_table.setItem(row, col, QTableWidgetItem(text))

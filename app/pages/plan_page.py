@@ -1,0 +1,356 @@
+"""Plan: the selected model on the selected machine — memory map, controls, speeds, advice.
+
+Every control change builds a :class:`planner.request.Request` and plans off the UI
+thread in the ``plan`` lane, where the newest request wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.formatting import fmt_seconds, fmt_tokens, fmt_tps
+from app.pages.whatif_dialog import WhatIfDialog
+from app.plan_view import advice, memory_bars, messages, plan_document, prediction
+from app.state import AppState
+from app.texts import code_sentence, kv_text, spec_text, task_text
+from app.widgets.gpu_roles import GpuRoles
+from app.widgets.memory_map import MemoryMap
+from app.workers import Job, WorkerRunner
+from planner.inventory import Inventory
+from planner.profile import ModelProfile
+from planner.request import Request, Role, SpecMode, SpecRequest, TaskKind
+
+log = logging.getLogger(__name__)
+
+CONTEXT_STEPS: tuple[int, ...] = tuple(1 << n for n in range(11, 21))  # 2K .. 1M
+KV_CHOICES = ("auto", "f16", "q8_0", "q4_0")
+SPEC_CHOICES = ("auto", "off", "ngram", "mtp")
+TASKS = tuple(t.value for t in TaskKind)
+
+
+def run_plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+    """Plan (pure; runs in a worker)."""
+    from planner.plan import plan
+
+    return plan(inventory, profile, request)
+
+
+class PlanPage(QWidget):
+    """The Plan page; ``last_plan`` is the plan shown, ``plan_latency_s`` its latency."""
+
+    sig_plan_shown = Signal(object)
+
+    def __init__(self, state: AppState, runner: WorkerRunner,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._state = state
+        self._runner = runner
+        self._busy = False
+        self._requested_at = 0.0
+        self.last_plan: Any = None
+        self.last_request: Request | None = None
+        self.plan_latency_s = 0.0
+        self.plans_requested = 0
+        self._build()
+        state.sig_model_changed.connect(self.request_plan)
+        state.sig_machine_changed.connect(self._on_machine_changed)
+        state.sig_settings_changed.connect(self._on_settings_changed)
+        self._on_machine_changed()
+        self.task.setCurrentIndex(max(0, TASKS.index(state.settings.default_task)
+                                      if state.settings.default_task in TASKS else 0))
+
+    # -- layout -----------------------------------------------------------------------
+    def _build(self) -> None:
+        self.title = QLabel()
+        self.title.setObjectName("pageTitle")
+        self.machine_label = QLabel()
+        self.whatif_button = QPushButton()
+        self.whatif_button.clicked.connect(self.open_whatif)
+        self.back_button = QPushButton()
+        self.back_button.clicked.connect(lambda: self._state.set_whatif(None))
+        self.load_button = QPushButton()
+        self.load_button.setEnabled(False)
+        header = QHBoxLayout()
+        header.addWidget(self.title, 1)
+        header.addWidget(self.machine_label)
+        header.addWidget(self.whatif_button)
+        header.addWidget(self.back_button)
+        header.addWidget(self.load_button)
+
+        self.controls = QGroupBox()
+        self.context = QSlider(Qt.Orientation.Horizontal)
+        self.context.setRange(0, len(CONTEXT_STEPS))
+        self.context.setPageStep(1)
+        self.context_value = QLabel()
+        self.context_value.setMinimumWidth(self.fontMetrics().horizontalAdvance("M" * 8))
+        ctx_row = QHBoxLayout()
+        ctx_row.addWidget(self.context, 1)
+        ctx_row.addWidget(self.context_value)
+        self.parallel = QSpinBox()
+        self.parallel.setRange(1, 64)
+        self.kv = QComboBox()
+        self.spec = QComboBox()
+        self.task = QComboBox()
+        for combo, choices in ((self.kv, KV_CHOICES), (self.spec, SPEC_CHOICES),
+                               (self.task, TASKS)):
+            for code in choices:
+                combo.addItem("", code)
+        self.form = QFormLayout(self.controls)
+        self.form_labels = [QLabel() for _ in range(5)]
+        for label, field in zip(self.form_labels, [ctx_row, self.parallel, self.kv, self.spec,
+                                                   self.task], strict=True):
+            self.form.addRow(label, field)  # type: ignore[call-overload]
+        self.roles_box = QGroupBox()
+        self.roles = GpuRoles()
+        QVBoxLayout(self.roles_box).addWidget(self.roles)
+
+        self.speed_box = QGroupBox()
+        speed = QGridLayout(self.speed_box)
+        self.speed_names = [QLabel() for _ in range(3)]
+        self.speed_values = [QLabel() for _ in range(3)]
+        for col, (name, value) in enumerate(zip(self.speed_names, self.speed_values,
+                                                strict=True)):
+            value.setObjectName("bigNumber")
+            font = value.font()
+            font.setPointSizeF(font.pointSizeF() * 1.8)
+            font.setBold(True)
+            value.setFont(font)
+            speed.addWidget(value, 0, col)
+            speed.addWidget(name, 1, col)
+        self.fit_label = QLabel()
+        self.fit_label.setWordWrap(True)
+        speed.addWidget(self.fit_label, 2, 0, 1, 3)
+        self.map_box = QGroupBox()
+        self.memory_map = MemoryMap()
+        QVBoxLayout(self.map_box).addWidget(self.memory_map)
+        self.messages_box = QGroupBox()
+        self.messages_label = QLabel()
+        self.messages_label.setWordWrap(True)
+        self.messages_label.setTextFormat(Qt.TextFormat.RichText)
+        QVBoxLayout(self.messages_box).addWidget(self.messages_label)
+        self.advice_box = QGroupBox()
+        self.advice_label = QLabel()
+        self.advice_label.setWordWrap(True)
+        self.advice_label.setTextFormat(Qt.TextFormat.RichText)
+        QVBoxLayout(self.advice_box).addWidget(self.advice_label)
+
+        left = QVBoxLayout()
+        left.addWidget(self.controls)
+        left.addWidget(self.roles_box)
+        left.addStretch(1)
+        right = QVBoxLayout()
+        right.addWidget(self.speed_box)
+        right.addWidget(self.map_box)
+        right.addWidget(self.messages_box)
+        right.addWidget(self.advice_box)
+        right.addStretch(1)
+        body = QHBoxLayout()
+        body.addLayout(left, 2)
+        body.addLayout(right, 3)
+        inner = QWidget()
+        inner_layout = QVBoxLayout(inner)
+        inner_layout.addLayout(header)
+        inner_layout.addLayout(body, 1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(inner)
+        QVBoxLayout(self).addWidget(scroll)
+        self.context.valueChanged.connect(self._on_control_changed)
+        self.parallel.valueChanged.connect(self._on_control_changed)
+        for combo in (self.kv, self.spec, self.task):
+            combo.currentIndexChanged.connect(self._on_control_changed)
+        self.roles.sig_roles_edited.connect(self.request_plan)
+        self.retranslate()
+
+    # -- requests ---------------------------------------------------------------------
+    def build_request(self) -> Request:
+        """The Request the controls describe."""
+        step = self.context.value()
+        kv = self.kv.currentData()
+        spec = self.spec.currentData()
+        roles = self.roles.roles()
+        fields: dict[str, Any] = {
+            "context": CONTEXT_STEPS[step - 1] if step > 0 else None,
+            "parallel": self.parallel.value(),
+            "task": TaskKind(self.task.currentData() or "chat"),
+            "kv_type": None if kv in (None, "auto") else str(kv),
+            "spec": None if spec in (None, "auto") else SpecRequest(SpecMode(spec)),
+            "roles": tuple(Role(r) for r in roles) if roles is not None else None,
+            "gpu_order": self.roles.gpu_order(),
+            "host_reserve_bytes": self._state.settings.host_reserve_bytes,
+        }
+        known = {f.name for f in dataclasses.fields(Request)}
+        if "gpu_reserve_bytes" in known:
+            fields["gpu_reserve_bytes"] = self._state.settings.gpu_reserve_bytes
+        return Request(**{k: v for k, v in fields.items() if k in known})
+
+    def request_plan(self) -> None:
+        """Plan again for the current model, machine and controls (newest wins)."""
+        inventory, profile = self._state.machine(), self._state.profile
+        self._refresh_header()
+        if inventory is None or profile is None:
+            self._show_empty()
+            return
+        request = self.build_request()
+        self.last_request = request
+        self.plans_requested += 1
+        self._requested_at = time.perf_counter()
+
+        def job(_job: Job) -> Any:
+            return run_plan(inventory, profile, request)
+
+        self._runner.submit("plan", job, self._on_plan_done)
+
+    def set_busy(self, busy: bool) -> None:
+        """Show that a model is being read."""
+        self._busy = busy
+        self._refresh_header()
+
+    def open_whatif(self) -> None:
+        """Edit the machine in the what-if dialog; accepting plans for the edited rig."""
+        base = self._state.machine()
+        if base is None:
+            return
+        dialog = WhatIfDialog(base, self._state.detected, self)
+        dialog.sig_rig_accepted.connect(self._state.set_whatif)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.whatif_dialog = dialog
+
+    # -- results ----------------------------------------------------------------------
+    def _on_plan_done(self, plan: Any) -> None:
+        self.plan_latency_s = time.perf_counter() - self._requested_at
+        self.last_plan = plan
+        self._state.set_plan(plan)
+        self._show_plan()
+        self.sig_plan_shown.emit(plan)
+
+    def _show_empty(self) -> None:
+        self.last_plan = None
+        self.memory_map.set_bars(())
+        for value in self.speed_values:
+            value.setText("—")
+        self.fit_label.setText(self.tr("Pick a model on the Models page to see its plan.")
+                               if self._state.profile is None
+                               else self.tr("Waiting for this machine's hardware…"))
+        self.messages_label.setText("")
+        self.advice_label.setText("")
+
+    def _show_plan(self) -> None:
+        plan = self.last_plan
+        if plan is None:
+            self._show_empty()
+            return
+        doc = plan_document(plan)
+        inventory = self._state.machine()
+        names = {g.index: g.name for g in inventory.gpus} if inventory else {}
+        self.memory_map.set_bars(memory_bars(doc, names))
+        self.roles.set_planned({int(r.get("gpu", 0)): str(r.get("role", ""))
+                                for r in doc.get("roles", [])})
+        pred = prediction(doc)
+        self.speed_values[0].setText(fmt_tps(pred.decode_tps))
+        self.speed_values[1].setText(fmt_tps(pred.prefill_tps))
+        self.speed_values[2].setText(fmt_seconds(pred.ttft_s))
+        fits = bool(doc.get("fits", False))
+        summary = self.tr("Fits. Context {context} per sequence × {parallel}, KV {kv}, "
+                          "speculation {spec}.") if fits else self.tr(
+                          "Does not fit as asked.")
+        spec = doc.get("speculative", {}) or {}
+        self.fit_label.setText(summary.format(
+            context=fmt_tokens(int(doc.get("context", 0))), parallel=doc.get("parallel", 1),
+            kv=kv_text(str(doc.get("kv_type", "f16"))),
+            spec=spec_text(str(spec.get("mode", "off")))))
+        items = [(m.warning, code_sentence(m.code, dict(m.fields))) for m in messages(doc)]
+        self.messages_label.setText("".join(
+            f"<p>{'⚠ ' if warn else '• '}{text}</p>" for warn, text in items))
+        bottleneck, tips = advice(doc)
+        lines = [f"<p><b>{code_sentence(bottleneck)}</b></p>"] if bottleneck else []
+        for tip in tips:
+            text = code_sentence(tip.code, dict(tip.fields))
+            if tip.decode_tps is not None:
+                text = self.tr("{advice} → decode {tps} t/s").format(
+                    advice=text, tps=fmt_tps(tip.decode_tps))
+            lines.append(f"<p>• {text}</p>")
+        self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
+
+    # -- events -----------------------------------------------------------------------
+    def _on_control_changed(self) -> None:
+        step = self.context.value()
+        self.context_value.setText(fmt_tokens(CONTEXT_STEPS[step - 1]) if step
+                                   else self.tr("Auto"))
+        self.request_plan()
+
+    def _on_machine_changed(self) -> None:
+        inventory = self._state.machine()
+        self.roles.set_gpus({g.index: g.name for g in inventory.gpus} if inventory else {})
+        self.request_plan()
+
+    def _on_settings_changed(self) -> None:
+        self.request_plan()
+
+    def _refresh_header(self) -> None:
+        path = self._state.model_path
+        if self._busy:
+            self.title.setText(self.tr("Reading the model…"))
+        else:
+            self.title.setText(self.tr("Plan: {name}").format(name=path.name) if path
+                               else self.tr("Plan"))
+        whatif = self._state.whatif is not None
+        self.machine_label.setText(self.tr("For: what-if rig") if whatif
+                                   else self.tr("For: this machine"))
+        self.back_button.setVisible(whatif)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def retranslate(self) -> None:
+        """Set every visible text in the current language."""
+        self._refresh_header()
+        self.whatif_button.setText(self.tr("What if…"))
+        self.back_button.setText(self.tr("Back to this machine"))
+        self.load_button.setText(self.tr("Load"))
+        self.load_button.setToolTip(self.tr("Loading from the app comes in a later version; "
+                                            "use `loadout chat` or `loadout serve` meanwhile."))
+        self.controls.setTitle(self.tr("Request"))
+        for label, text in zip(self.form_labels, [
+                self.tr("Context"), self.tr("Parallel slots"), self.tr("KV cache type"),
+                self.tr("Speculation"), self.tr("Task")], strict=True):
+            label.setText(text)
+        for combo, name in ((self.kv, kv_text), (self.spec, spec_text), (self.task, task_text)):
+            for i in range(combo.count()):
+                combo.setItemText(i, name(str(combo.itemData(i))))
+        step = self.context.value()
+        self.context_value.setText(fmt_tokens(CONTEXT_STEPS[step - 1]) if step
+                                   else self.tr("Auto"))
+        self.roles_box.setTitle(self.tr("GPU roles and order"))
+        self.speed_box.setTitle(self.tr("Predicted speed"))
+        for label, text in zip(self.speed_names, [
+                self.tr("decode t/s"), self.tr("prefill t/s"), self.tr("time to first token")],
+                strict=True):
+            label.setText(text)
+        self.map_box.setTitle(self.tr("Where every byte goes"))
+        self.messages_box.setTitle(self.tr("Warnings and reasons"))
+        self.advice_box.setTitle(self.tr("What would make this faster"))
+        self._show_plan()

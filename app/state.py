@@ -1,0 +1,74 @@
+"""What every page shares: the machine, the selected model, the settings.
+
+Pages read from one :class:`AppState` and listen to its signals; they never reach into
+each other. The machine planned for is the detected one unless a what-if rig is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from app.settings_store import AppSettings, save_settings
+from planner.inventory import Inventory
+from planner.profile import ModelProfile
+
+log = logging.getLogger(__name__)
+
+
+class AppState(QObject):
+    """Shared, observable state of the app (lives on the UI thread)."""
+
+    sig_detected_changed = Signal()
+    sig_machine_changed = Signal()
+    sig_model_changed = Signal()
+    sig_settings_changed = Signal()
+    sig_plan_changed = Signal(object)
+
+    def __init__(self, settings: AppSettings, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self.detected: Inventory | None = None
+        self.whatif: Inventory | None = None
+        self.model_path: Path | None = None
+        self.profile: ModelProfile | None = None
+        self.plan: object | None = None
+
+    def machine(self) -> Inventory | None:
+        """The inventory plans are made for: the what-if rig, else this machine."""
+        return self.whatif if self.whatif is not None else self.detected
+
+    def set_detected(self, inventory: Inventory) -> None:
+        """Record the result of hardware detection."""
+        self.detected = inventory
+        self.sig_detected_changed.emit()
+        if self.whatif is None:
+            self.sig_machine_changed.emit()
+
+    def set_whatif(self, inventory: Inventory | None) -> None:
+        """Plan for an edited rig (None: back to this machine)."""
+        self.whatif = inventory
+        self.sig_machine_changed.emit()
+
+    def set_model(self, path: Path, profile: ModelProfile) -> None:
+        """Make ``path`` the selected model."""
+        self.model_path, self.profile = path, profile
+        self.sig_model_changed.emit()
+
+    def set_plan(self, plan: object) -> None:
+        """Record the newest plan (the status bar and Home show its roles)."""
+        self.plan = plan
+        self.sig_plan_changed.emit(plan)
+
+    def update_settings(self, settings: AppSettings) -> None:
+        """Replace and save the settings."""
+        if settings == self.settings:
+            return
+        self.settings = settings
+        try:
+            save_settings(settings)
+        except OSError:
+            log.exception("could not save the settings")
+        self.sig_settings_changed.emit()

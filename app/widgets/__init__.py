@@ -1,0 +1,1 @@
+"""Reusable widgets (memory map, GPU roles)."""
