@@ -62,3 +62,7 @@ class EngineClosedError(EngineError, RuntimeError):
 
 class ChatTemplateError(EngineError, ValueError):
     """The model's chat template is missing or failed to render."""
+
+
+class DetectionCancelled(EngineError):
+    """Hardware detection was cancelled through its cancel flag before it finished."""

@@ -1,4 +1,5 @@
-"""Detect degenerate output: one token repeated, or a short pattern covering the recent output.
+"""Detect degenerate output: one token repeated, a short pattern covering the recent output,
+or a recent window made of a handful of distinct tokens.
 
 Random-weight and over-quantized models loop; so do some models with a broken template.
 The guard watches token ids (cheap, exact) incrementally: for each period ``p`` up to
@@ -7,6 +8,7 @@ The guard watches token ids (cheap, exact) incrementally: for each period ``p`` 
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 
@@ -21,6 +23,7 @@ class LoopGuardConfig:
     share: float = 0.5
     max_period: int = 64
     min_repeats: int = 3
+    min_distinct_share: float = 1 / 16
 
     @property
     def pattern_tokens(self) -> int:
@@ -30,7 +33,8 @@ class LoopGuardConfig:
 
 @dataclass(frozen=True)
 class LoopVerdict:
-    """What the guard found: ``kind`` is "token" or "pattern"; ``period`` in tokens."""
+    """What the guard found: ``kind`` is "token", "pattern" or "variety" (a full window of
+    at most ``window * min_distinct_share`` distinct tokens); ``period`` in tokens."""
 
     kind: str
     period: int
@@ -44,11 +48,15 @@ class LoopGuard:
         self.config = config or LoopGuardConfig()
         self._history: list[int] = []
         self._runs = [0] * (self.config.max_period + 1)
+        self._recent: deque[int] = deque()
+        self._counts: dict[int, int] = {}
 
     def reset(self) -> None:
         """Forget the history (after a retry)."""
         self._history.clear()
         self._runs = [0] * (self.config.max_period + 1)
+        self._recent.clear()
+        self._counts.clear()
 
     def feed(self, token: int) -> LoopVerdict | None:
         """Record one token; a verdict when the output has become a loop."""
@@ -63,7 +71,7 @@ class LoopGuard:
                 runs[p] += 1
                 covered = runs[p] + p
                 if p > 1 and best is None and covered >= cfg.pattern_tokens \
-                        and covered >= cfg.min_repeats * p:
+                        and covered >= cfg.min_repeats * p and runs[1] + 1 < covered:
                     best = LoopVerdict("pattern", p, covered)
             else:
                 runs[p] = 0
@@ -71,4 +79,22 @@ class LoopGuard:
             return LoopVerdict("token", 1, runs[1] + 1)
         if n > 4 * cfg.window:  # keep the history bounded; runs stay valid
             del hist[: n - 2 * cfg.window]
+        if best is None:
+            best = self._variety(token)
+        else:
+            self._variety(token)
         return best
+
+    def _variety(self, token: int) -> LoopVerdict | None:
+        cfg = self.config
+        counts = self._counts
+        self._recent.append(token)
+        counts[token] = counts.get(token, 0) + 1
+        if len(self._recent) > cfg.window:
+            old = self._recent.popleft()
+            counts[old] -= 1
+            if not counts[old]:
+                del counts[old]
+        if len(self._recent) == cfg.window and len(counts) <= cfg.window * cfg.min_distinct_share:
+            return LoopVerdict("variety", len(counts), cfg.window)
+        return None

@@ -8,7 +8,13 @@ from typing import Any
 
 from engine.errors import ModelLoadError
 from engine.launch import LaunchSpec
-from engine.native.model import NativeModel, allocation_error, capture_native_log, llama
+from engine.native.model import (
+    NativeModel,
+    allocation_error,
+    capture_native_log,
+    failure_message,
+    llama,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +56,7 @@ class NativeContext:
             oom = allocation_error(captured.lines, what)
             if oom is not None:
                 raise oom
-            errors = [ln for ln in captured.lines if "fail" in ln.lower() or "error" in ln]
-            raise ModelLoadError(f"{what} failed" + (f": {errors[-1]}" if errors else ""))
+            raise ModelLoadError(failure_message(captured, f"{what} failed"))
         self.ptr = ptr
         self.memory = lib.llama_get_memory(ptr)
         self.n_ctx = int(lib.llama_n_ctx(ptr))

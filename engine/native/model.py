@@ -58,9 +58,13 @@ class LoadLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
         self.lines: list[str] = []
+        self.errors: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+        message = record.getMessage()
+        self.lines.append(message)
+        if record.levelno >= logging.ERROR:
+            self.errors.append(message.strip())
 
 
 @contextlib.contextmanager
@@ -188,6 +192,11 @@ def allocation_error(lines: list[str], what: str) -> AllocationFailedError | Non
         return AllocationFailedError(
             f"{what}: out of memory on {device}: asked for {asked_text} ({buft} buffer), "
             f"{free_text}", device=device, asked_bytes=asked, free_bytes=free)
+    if any("bad_alloc" in line for line in lines):
+        device, free = _free_memory("CPU")
+        free_text = f"{free / 2**20:.0f} MiB free" if free is not None else "free memory unknown"
+        return AllocationFailedError(f"{what}: out of host memory ({free_text})",
+                                     device=device, asked_bytes=None, free_bytes=free)
     return None
 
 
@@ -236,8 +245,8 @@ class NativeModel:
             oom = allocation_error(captured.lines, f"loading {Path(spec.model_path).name}")
             if oom is not None:
                 raise oom
-            raise ModelLoadError(_failure(captured.lines, f"llama.cpp could not load "
-                                                          f"{spec.model_path}"))
+            raise ModelLoadError(failure_message(
+                captured, f"llama.cpp could not load {spec.model_path}"))
         self.ptr = ptr
         self.vocab = lib.llama_model_get_vocab(ptr)
         self.n_vocab = int(lib.llama_vocab_n_tokens(self.vocab))
@@ -272,7 +281,10 @@ class NativeModel:
             self.ptr = None
 
 
-def _failure(lines: list[str], headline: str) -> str:
-    errors = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
-    detail = errors[-1].strip() if errors else ""
+def failure_message(captured: LoadLog, headline: str) -> str:
+    """The headline plus llama.cpp's most specific error line, if it logged one."""
+    detail = next((e for e in captured.errors if "failed to load model" not in e
+                   and "failed to initialize" not in e), "")
+    if not detail and captured.errors:
+        detail = captured.errors[-1]
     return f"{headline}: {detail}" if detail else headline
