@@ -62,6 +62,9 @@ class Gpu:
     unified_memory: bool = False
     measured: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    engine_device: str = ""       # llama.cpp's name for it ("CUDA0", "Vulkan1", "MTL0")
+    pci_bus_id: str = ""
+    other_process_bytes: int = 0  # VRAM held by other processes when detected
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,8 @@ class Disk:
     kind: DiskKind
     read_gbps: float
     measured: bool = False
+    device: str = ""              # the block device ("nvme0n1", "sda")
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,9 @@ def _gpu(position: int, g: Mapping[str, Any]) -> Gpu:
         unified_memory=bool(g.get("unified_memory", False)),
         measured=tuple(str(m) for m in g.get("measured", ())),
         notes=tuple(str(n) for n in g.get("notes", ())),
+        engine_device=str(g.get("engine_device", "")),
+        pci_bus_id=str(g.get("pci_bus_id", "")),
+        other_process_bytes=_int(g.get("other_process_bytes", 0), "other_process_bytes"),
     )
 
 
@@ -194,4 +202,6 @@ def _disk(d: Mapping[str, Any]) -> Disk:
         kind=DiskKind(d.get("kind", "unknown")),
         read_gbps=_num(d.get("read_gbps", 0.5), "read_gbps", 0.001),
         measured=bool(d.get("measured", False)),
+        device=str(d.get("device", "")),
+        notes=tuple(str(n) for n in d.get("notes", ())),
     )
