@@ -12,10 +12,31 @@ import logging
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from app.texts import QT_TRANSLATE_NOOP
 from engine.errors import EngineError, ModelNotFoundError, OutOfMemoryError
 from planner.errors import GGUFError, InventoryError, PlannerError, UnsupportedModelError
 
 log = logging.getLogger(__name__)
+
+
+_MESSAGES: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
+    ((ModelNotFoundError,), QT_TRANSLATE_NOOP(
+        "ErrorReporter", "The model file could not be found: {detail}")),
+    ((GGUFError,), QT_TRANSLATE_NOOP(
+        "ErrorReporter", "This file is not a GGUF model Loadout can read: {detail}")),
+    ((UnsupportedModelError,), QT_TRANSLATE_NOOP(
+        "ErrorReporter", "Loadout cannot plan this model yet: {detail}")),
+    ((InventoryError,), QT_TRANSLATE_NOOP("ErrorReporter", "The rig file is not valid: {detail}")),
+    ((OutOfMemoryError, MemoryError),
+     QT_TRANSLATE_NOOP("ErrorReporter", "Out of memory: {detail}")),
+    ((PlannerError, EngineError), QT_TRANSLATE_NOOP("ErrorReporter", "{detail}")),
+    ((PermissionError,), QT_TRANSLATE_NOOP("ErrorReporter", "Permission denied: {detail}")),
+    ((OSError,), QT_TRANSLATE_NOOP(
+        "ErrorReporter", "A file could not be read or written: {detail}")),
+)
+_OTHER = QT_TRANSLATE_NOOP("ErrorReporter", "Something went wrong ({kind}): {detail}")
+_TITLE = QT_TRANSLATE_NOOP("ErrorReporter", "Loadout: something went wrong")
+_SEE_LOG = QT_TRANSLATE_NOOP("ErrorReporter", "Details are in the log file.")
 
 
 def _tr(text: str) -> str:
@@ -25,25 +46,10 @@ def _tr(text: str) -> str:
 def readable_message(exc: BaseException) -> str:
     """A sentence a user can act on, for any exception a job may raise."""
     detail = str(exc) or type(exc).__name__
-    if isinstance(exc, ModelNotFoundError):
-        return _tr("The model file could not be found: {detail}").format(detail=detail)
-    if isinstance(exc, GGUFError):
-        return _tr("This file is not a GGUF model Loadout can read: {detail}").format(
-            detail=detail)
-    if isinstance(exc, UnsupportedModelError):
-        return _tr("Loadout cannot plan this model yet: {detail}").format(detail=detail)
-    if isinstance(exc, InventoryError):
-        return _tr("The rig file is not valid: {detail}").format(detail=detail)
-    if isinstance(exc, OutOfMemoryError | MemoryError):
-        return _tr("Out of memory: {detail}").format(detail=detail)
-    if isinstance(exc, PlannerError | EngineError):
-        return _tr("{detail}").format(detail=detail)
-    if isinstance(exc, PermissionError):
-        return _tr("Permission denied: {detail}").format(detail=detail)
-    if isinstance(exc, OSError):
-        return _tr("A file could not be read or written: {detail}").format(detail=detail)
-    return _tr("Something went wrong ({kind}): {detail}").format(
-        kind=type(exc).__name__, detail=detail)
+    for kinds, text in _MESSAGES:
+        if isinstance(exc, kinds):
+            return _tr(text).format(detail=detail)
+    return _tr(_OTHER).format(kind=type(exc).__name__, detail=detail)
 
 
 class ErrorReporter(QObject):
@@ -76,9 +82,9 @@ class ErrorReporter(QObject):
             self._box = QMessageBox(self._parent_widget)
             self._box.setIcon(QMessageBox.Icon.Warning)
             self._box.setStandardButtons(QMessageBox.StandardButton.Close)
-        self._box.setWindowTitle(_tr("Loadout: something went wrong"))
+        self._box.setWindowTitle(_tr(_TITLE))
         self._box.setText(message)
-        self._box.setInformativeText(_tr("Details are in the log file."))
+        self._box.setInformativeText(_tr(_SEE_LOG))
         self._box.open()  # non-blocking: workers and timers keep running
 
     def close(self) -> None:

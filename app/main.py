@@ -141,7 +141,12 @@ class MainWindow(QMainWindow):
     def start_detection(self) -> None:
         """Detect this machine off the UI thread, showing progress on Home."""
         self.home.set_detecting(True)
-        self.runner.submit("detect", services.detect_machine, self._on_detected,
+        folders = tuple(Path(f) for f in self.state.settings.model_folders)
+
+        def detect(job: Job) -> Inventory:
+            return services.detect_machine(job, folders)
+
+        self.runner.submit("detect", detect, self._on_detected,
                            on_progress=self._on_detect_progress)
 
     def set_detected(self, inventory: Inventory) -> None:
@@ -168,7 +173,8 @@ class MainWindow(QMainWindow):
         self.set_detected(inventory)
 
     def _on_detect_progress(self, value: object) -> None:
-        self.home.set_detecting(True, str(value) if isinstance(value, str) else "")
+        if isinstance(value, tuple) and len(value) == 2:
+            self.home.set_progress(str(value[0]), float(value[1]))
 
     def _on_lane_idle(self, lane: str) -> None:
         if lane == "detect" and self.state.detected is None:

@@ -13,22 +13,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from planner.profile import ModelProfile, TensorKind
+
 log = logging.getLogger(__name__)
 
 # Stacking order inside a bar: what is read most per byte first.
 SEGMENT_ORDER: tuple[str, ...] = ("weights", "experts", "kv", "compute", "reserve", "free")
 
 
+LayerRanges = tuple[tuple[int, int], ...]  # half-open block ranges [first, last)
+
+
 @dataclass(frozen=True)
 class MapSegment:
     """One coloured stretch of a device bar.
 
-    ``layers`` is the inclusive layer range whose tensors of this kind live here, if known.
+    ``layers`` are the block ranges ``[first, last)`` whose tensors of this kind live here.
     """
 
     kind: str          # weights / experts / kv / compute / reserve / free / over
     nbytes: int
-    layers: tuple[int, int] | None = None
+    layers: LayerRanges = ()
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,8 @@ class MapBar:
 
     @property
     def used_bytes(self) -> int:
-        """Bytes placed on the device (every segment except free space)."""
-        return sum(s.nbytes for s in self.segments if s.kind not in ("free", "over"))
+        """Bytes placed on the device (every segment except reserve and free space)."""
+        return sum(s.nbytes for s in self.segments if s.kind not in ("free", "over", "reserve"))
 
     def bytes_of(self, kind: str) -> int:
         """Bytes of one segment kind."""
@@ -65,54 +70,68 @@ def plan_document(plan: Any) -> dict[str, Any]:
     return {}
 
 
-def _layer_range(value: Any) -> tuple[int, int] | None:
-    if isinstance(value, list | tuple) and len(value) == 2 and all(
-            isinstance(v, int) for v in value):
-        return (int(value[0]), int(value[1]))
-    if isinstance(value, Mapping) and "first" in value and "last" in value:
-        return (int(value["first"]), int(value["last"]))
-    return None
+def _ranges(value: Any) -> LayerRanges:
+    out = []
+    for item in value or ():
+        if isinstance(item, list | tuple) and len(item) == 2:
+            first, last = int(item[0]), int(item[1])
+            if last > first:
+                out.append((first, last))
+    return tuple(out)
 
 
-def _bar(device: Mapping[str, Any], names: Mapping[str, str], roles: Mapping[str, str]) -> MapBar:
+def expert_bytes(profile: ModelProfile | None, ranges: LayerRanges) -> int:
+    """Bytes of the routed experts of the blocks in ``ranges`` (0 without a profile)."""
+    if profile is None or not ranges:
+        return 0
+    total = 0
+    for layer in profile.layers:
+        if any(first <= layer.index < last for first, last in ranges):
+            total += layer.bytes_of(TensorKind.EXPERTS)
+    return total
+
+
+def _bar(device: Mapping[str, Any], names: Mapping[str, str], roles: Mapping[str, str],
+         profile: ModelProfile | None) -> MapBar:
     dev_id = str(device.get("id", "?"))
-    weights = int(device.get("weights_bytes", 0))
-    experts = int(device.get("experts_bytes", 0))
-    # weights_bytes counts every weight placed here; experts are shown apart.
-    dense = max(0, weights - experts)
-    layers = _layer_range(device.get("layers"))
-    expert_layers = _layer_range(device.get("expert_layers"))
-    used = [
-        MapSegment("weights", dense, layers),
-        MapSegment("experts", experts, expert_layers),
+    weights = int(device.get("weights_bytes", 0)) + int(device.get("other_bytes", 0))
+    expert_ranges = _ranges(device.get("expert_layers"))
+    # weights_bytes counts every weight placed here; routed experts are drawn apart.
+    experts = min(weights, expert_bytes(profile, expert_ranges))
+    layers = _ranges(device.get("layers"))
+    segments = [
+        MapSegment("weights", weights - experts, layers),
+        MapSegment("experts", experts, expert_ranges),
         MapSegment("kv", int(device.get("kv_bytes", 0)), layers),
         MapSegment("compute", int(device.get("compute_bytes", 0))),
         MapSegment("reserve", int(device.get("reserve_bytes", 0))),
     ]
     capacity = int(device.get("capacity_bytes", 0))
-    total = sum(s.nbytes for s in used)
-    segments = [s for s in used if s.nbytes > 0]
+    total = sum(s.nbytes for s in segments)
+    segments = [s for s in segments if s.nbytes > 0]
     if total <= capacity:
         segments.append(MapSegment("free", capacity - total))
     else:
         segments.append(MapSegment("over", total - capacity))
-    kind = str(device.get("kind", "gpu"))
-    return MapBar(device_id=dev_id, kind=kind, name=names.get(dev_id, str(device.get(
-        "name", dev_id))), capacity_bytes=capacity, segments=tuple(segments),
-        role=roles.get(dev_id, ""))
+    return MapBar(device_id=dev_id, kind=str(device.get("kind", "gpu")),
+                  name=names.get(dev_id, str(device.get("name", dev_id))),
+                  capacity_bytes=capacity, segments=tuple(segments),
+                  role=roles.get(dev_id, ""))
 
 
-def memory_bars(plan: Any, gpu_names: Mapping[int, str] | None = None) -> tuple[MapBar, ...]:
+def memory_bars(plan: Any, gpu_names: Mapping[int, str] | None = None,
+                profile: ModelProfile | None = None) -> tuple[MapBar, ...]:
     """One bar per device of ``plan``, in the plan's order (GPUs, host, disk).
 
     Args:
         plan: a Plan or its JSON document.
         gpu_names: GPU index -> display name (from the inventory planned for).
+        profile: the model planned, to tell routed experts from other weights.
     """
     doc = plan_document(plan)
     names = {f"gpu{i}": n for i, n in (gpu_names or {}).items()}
     roles = {f"gpu{int(r.get('gpu', 0))}": str(r.get("role", "")) for r in doc.get("roles", [])}
-    return tuple(_bar(d, names, roles) for d in doc.get("devices", []))
+    return tuple(_bar(d, names, roles, profile) for d in doc.get("devices", []))
 
 
 @dataclass(frozen=True)
@@ -155,7 +174,8 @@ def messages(plan: Any) -> tuple[Message, ...]:
     doc = plan_document(plan)
     warnings = [_code_entry(w, True) for w in doc.get("warnings", [])]
     reasons = [_code_entry(r, False) for r in doc.get("reasons", [])]
-    return tuple(warnings + reasons)
+    decisions = [_code_entry(r, False) for r in doc.get("decisions", [])]
+    return tuple(warnings + reasons + decisions)
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,9 @@ progress and cancellation) and returns a value the UI thread then shows.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 from app.workers import Job
 from planner.inventory import Inventory
@@ -19,17 +17,19 @@ from planner.profile import ModelProfile
 log = logging.getLogger(__name__)
 
 
-def detect_machine(job: Job) -> Inventory:
-    """Detect this machine's GPUs, RAM and disks (seconds: it measures bandwidths)."""
+def detect_machine(job: Job, model_dirs: tuple[Path, ...] = ()) -> Inventory:
+    """Detect this machine's GPUs, RAM and disks (seconds: it measures bandwidths).
+
+    Progress is reported as ``(step, fraction)``; the job's cancel flag stops it.
+    """
     from engine import hardware
 
-    params = inspect.signature(hardware.detect).parameters
-    kwargs: dict[str, Any] = {}
-    if "progress" in params:
-        kwargs["progress"] = job.progress
-    if "cancel" in params:
-        kwargs["cancel"] = lambda: job.cancelled
-    result: Inventory = hardware.detect(**kwargs)
+    def progress(step: str, fraction: float) -> None:
+        job.progress((step, fraction))
+
+    result: Inventory = hardware.detect(
+        model_dirs=[Path(d) for d in model_dirs] or None, progress=progress,
+        cancel=job.cancel_event)
     return result
 
 

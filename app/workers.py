@@ -35,6 +35,11 @@ class Job:
         """Whether a newer request or a shutdown asked this job to stop."""
         return self._cancel.is_set()
 
+    @property
+    def cancel_event(self) -> threading.Event:
+        """The cancel flag itself (for APIs that take an object with ``is_set()``)."""
+        return self._cancel
+
     def cancel(self) -> None:
         """Ask the job to stop at its next check."""
         self._cancel.set()

@@ -416,6 +416,53 @@
     </message>
 </context>
 <context>
+    <name>ErrorReporter</name>
+    <message>
+        <source>The model file could not be found: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This file is not a GGUF model Loadout can read: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loadout cannot plan this model yet: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The rig file is not valid: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Out of memory: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>{detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Permission denied: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A file could not be read or written: {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Something went wrong ({kind}): {detail}</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loadout: something went wrong</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Details are in the log file.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>GpuRoles</name>
     <message>
         <source>Let the planner choose</source>
@@ -498,6 +545,34 @@
     </message>
     <message>
         <source>Read speed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Detecting hardware: CPU and RAM…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Detecting hardware: GPUs…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Detecting hardware: engine devices…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Measuring RAM bandwidth…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Measuring GPU bandwidth…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Measuring disk read speed…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Detection finished.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -587,7 +662,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Layers {first}–{last}</source>
+        <source>Layers {spans}</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

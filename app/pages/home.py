@@ -46,7 +46,7 @@ class HomePage(QWidget):
         super().__init__(parent)
         self._state = state
         self._detecting = False
-        self._progress_text = ""
+        self._step = ""
         self.title = QLabel()
         self.title.setObjectName("pageTitle")
         self.status = QLabel()
@@ -89,12 +89,22 @@ class HomePage(QWidget):
         state.sig_plan_changed.connect(lambda _plan: self.refresh())
         self.retranslate()
 
-    def set_detecting(self, detecting: bool, text: str = "") -> None:
+    def set_detecting(self, detecting: bool) -> None:
         """Show or hide the detection progress state."""
         self._detecting = detecting
-        self._progress_text = text
+        self._step = ""
+        self.progress.setRange(0, 0)  # busy until the first step reports
         self.progress.setVisible(detecting)
         self.detect_button.setEnabled(not detecting)
+        self._update_status()
+
+    def set_progress(self, step: str, fraction: float) -> None:
+        """Show which detection step runs and how far it got."""
+        self._detecting = True
+        self._step = step
+        self.progress.setVisible(True)
+        self.progress.setRange(0, 100)
+        self.progress.setValue(int(fraction * 100))
         self._update_status()
 
     def changeEvent(self, event: QEvent) -> None:
@@ -122,7 +132,14 @@ class HomePage(QWidget):
 
     def _update_status(self) -> None:
         if self._detecting:
-            self.status.setText(self._progress_text or self.tr("Detecting hardware…"))
+            steps = {"host": self.tr("Detecting hardware: CPU and RAM…"),
+                     "gpus": self.tr("Detecting hardware: GPUs…"),
+                     "engine": self.tr("Detecting hardware: engine devices…"),
+                     "host_bandwidth": self.tr("Measuring RAM bandwidth…"),
+                     "gpu_bandwidth": self.tr("Measuring GPU bandwidth…"),
+                     "disks": self.tr("Measuring disk read speed…"),
+                     "done": self.tr("Detection finished.")}
+            self.status.setText(steps.get(self._step, self.tr("Detecting hardware…")))
         elif self._state.detected is None:
             self.status.setText(self.tr("Hardware not detected yet."))
         else:

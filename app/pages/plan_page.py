@@ -264,7 +264,7 @@ class PlanPage(QWidget):
         doc = plan_document(plan)
         inventory = self._state.machine()
         names = {g.index: g.name for g in inventory.gpus} if inventory else {}
-        self.memory_map.set_bars(memory_bars(doc, names))
+        self.memory_map.set_bars(memory_bars(doc, names, self._state.profile))
         self.roles.set_planned({int(r.get("gpu", 0)): str(r.get("role", ""))
                                 for r in doc.get("roles", [])})
         pred = prediction(doc)

@@ -102,9 +102,9 @@ class MemoryMap(QWidget):
                  self.tr("{kind}: {size} ({share:.0f}% of {capacity})").format(
                      kind=segment_text(seg.kind), size=fmt_bytes(seg.nbytes), share=share,
                      capacity=fmt_bytes(bar.capacity_bytes))]
-        if seg.layers is not None:
-            lines.append(self.tr("Layers {first}–{last}").format(
-                first=seg.layers[0], last=seg.layers[1]))
+        if seg.layers:
+            spans = ", ".join(f"{a}–{b - 1}" if b - a > 1 else str(a) for a, b in seg.layers)
+            lines.append(self.tr("Layers {spans}").format(spans=spans))
         return "<br>".join(lines)
 
     def event(self, event: QEvent) -> bool:
