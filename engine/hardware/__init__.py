@@ -1,0 +1,272 @@
+"""Hardware detection: :func:`detect` looks at this machine and returns its ``Inventory``.
+
+Sources, in order: the host (``/proc``, psutil), NVIDIA GPUs (NVML), AMD GPUs (amdsmi or
+sysfs), an Apple GPU, then the devices the llama.cpp engine itself sees (which orders the
+GPUs and adds Intel / Vulkan-only / Metal devices). Then measurements: host RAM bandwidth,
+GPU bandwidth when ``torch`` is installed, and a read probe of each model folder. Measured
+figures are cached per machine in the user cache folder; ``remeasure=True`` refreshes them.
+
+Nothing here raises for missing hardware or drivers: each part that cannot be told is
+left out or given a nominal figure, with a reason code in ``Inventory.notes`` /
+``Gpu.notes`` / ``Disk.notes``. Detection takes a progress callback and a cancel flag,
+so the GUI can run it off its thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from engine.errors import DetectionCancelled
+from engine.ggml_devices import EngineDevice
+from engine.hardware import amd, apple, nvidia
+from engine.hardware.bandwidth import host_bandwidth, load_torch, torch_gpu_bandwidth
+from engine.hardware.cache import ProbeCache, fingerprint
+from engine.hardware.disks import NOMINAL_READ_GBPS, block_device, probe_read
+from engine.hardware.engine_devices import cross_check
+from engine.hardware.host import probe_host
+from engine.hardware.probe import DEFAULT_HOST_BANDWIDTH_GBPS, CancelFlag, ProbeResult
+from engine.hardware.sysfs import NVIDIA_PCI_VENDOR, pci_displays
+from planner.inventory import Disk, Gpu, Host, Inventory, Vendor
+
+__all__ = ["DetectionCancelled", "Progress", "Sources", "detect"]
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, float], None]
+"""Called with a step name (``host``, ``gpus``, ``engine``, ``host_bandwidth``,
+``gpu_bandwidth``, ``disks``, ``done``) and the fraction of the work done (0..1)."""
+
+# Reasons NVML gives on a machine that simply has no NVIDIA GPU.
+_NO_NVIDIA = frozenset({"nvml_not_installed", "nvml_unavailable", "nvidia_driver_not_loaded"})
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where detection reads from. Defaults are the real machine; tests swap in fakes
+    at the library boundary (a ``pynvml``-like module, a fake sysfs tree, ...).
+
+    ``nvml`` / ``amdsmi`` / ``torch``: the module or a stand-in (``None``: import the real
+    one if installed). ``engine_devices``: returns the engine's device list (``None``: ask
+    the llama.cpp build). ``cache_dir``: where measurements are cached (``None``: the user
+    cache folder).
+    """
+
+    nvml: Any = None
+    amdsmi: Any = None
+    torch: Any = None
+    sys_root: Path = Path("/sys")
+    proc_root: Path = Path("/proc")
+    engine_devices: Callable[[], Sequence[EngineDevice]] | None = None
+    env: Mapping[str, str] | None = None
+    cache_dir: Path | None = None
+
+
+class _Run:
+    """One detection: progress, cancellation, notes and the probe cache."""
+
+    def __init__(self, progress: Progress | None, cancel: CancelFlag | None) -> None:
+        self.progress = progress
+        self.cancel = cancel
+        self.notes: list[str] = []
+
+    def step(self, name: str, fraction: float) -> None:
+        if self.cancelled():
+            raise DetectionCancelled(f"hardware detection cancelled before {name}")
+        if self.progress is not None:
+            self.progress(name, fraction)
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+
+def detect(*, model_dirs: Sequence[Path] | None = None, measure: bool = True,
+           remeasure: bool = False, progress: Progress | None = None,
+           cancel: CancelFlag | None = None, sources: Sources | None = None) -> Inventory:
+    """Detect this machine's GPUs, host and model disks.
+
+    Args:
+        model_dirs: folders models are read from (default: Loadout's models folder).
+        measure: run the bandwidth probes that are not cached yet (else use nominal
+            figures, marked as such).
+        remeasure: ignore cached measurements and measure again.
+        progress: called as ``progress(step, fraction)`` from the calling thread.
+        cancel: checked between steps and inside the probes (``threading.Event``).
+        sources: where to read from (tests); the real machine by default.
+
+    Returns:
+        The Inventory; parts that could not be detected carry reason codes.
+
+    Raises:
+        DetectionCancelled: ``cancel`` was set.
+    """
+    src = sources or Sources()
+    run = _Run(progress, cancel)
+    run.step("host", 0.0)
+    host = probe_host(src.proc_root, src.sys_root)
+    run.step("gpus", 0.1)
+    gpus = _vendor_gpus(src, host, run)
+    run.step("engine", 0.25)
+    gpus = _with_engine(gpus, src, host, run)
+    from engine.paths import paths
+
+    cache_dir = src.cache_dir or paths().cache
+    key = fingerprint(host.cpu, host.threads, host.ram_total_bytes,
+                      [(g.name, g.total_bytes) for g in gpus])
+    cache = ProbeCache(key) if remeasure else ProbeCache.load(cache_dir, key)
+    before = repr(cache)
+    run.step("host_bandwidth", 0.35)
+    host = _host_bandwidth(host, cache, measure, run)
+    run.step("gpu_bandwidth", 0.55)
+    gpus = _gpu_bandwidth(gpus, cache, measure, src, run)
+    run.step("disks", 0.7)
+    disks = _disks(model_dirs, cache, measure, src, run)
+    if repr(cache) != before:
+        cache.save(cache_dir)
+    run.step("done", 1.0)
+    return Inventory(gpus=tuple(gpus), host=host, disks=tuple(disks), notes=tuple(run.notes))
+
+
+def _vendor_gpus(src: Sources, host: Host, run: _Run) -> list[Gpu]:
+    gpus: list[Gpu] = []
+    if sys.platform != "darwin":
+        found = nvidia.probe(src.nvml)
+        notes = list(found.notes)
+        displays = pci_displays(src.sys_root)
+        # No NVIDIA card on the PCI bus: NVML's absence is expected, not news.
+        pci_readable = bool(displays) or (src.sys_root / "bus" / "pci").exists()
+        if pci_readable and not any(d.vendor == NVIDIA_PCI_VENDOR for d in displays):
+            notes = [n for n in notes if n not in _NO_NVIDIA]
+        run.notes.extend(notes)
+        gpus.extend(found.gpus)
+        found = amd.probe(src.amdsmi, src.sys_root, src.env, host.ram_available_bytes)
+        run.notes.extend(found.notes)
+        gpus.extend(found.gpus)
+    found = apple.probe(host.ram_total_bytes, host.ram_available_bytes)
+    gpus.extend(found.gpus)
+    return gpus
+
+
+def _with_engine(gpus: list[Gpu], src: Sources, host: Host, run: _Run) -> list[Gpu]:
+    try:
+        if src.engine_devices is not None:
+            devices = list(src.engine_devices())
+        else:
+            from engine.ggml_devices import engine_devices
+
+            devices = engine_devices()
+    except Exception as exc:  # an engine build that fails to load must not stop detection
+        log.warning("the engine's device list is unavailable: %s", exc)
+        run.notes.append("engine_devices_unavailable")
+        return [replace(g, index=i) for i, g in enumerate(gpus)]
+    merged: ProbeResult = cross_check(gpus, devices)
+    run.notes.extend(merged.notes)
+    cpu = next((d for d in devices if d.kind == "cpu"), None)
+    if cpu is not None and cpu.total_bytes and \
+            abs(cpu.total_bytes - host.ram_total_bytes) > 0.1 * host.ram_total_bytes:
+        run.notes.append("engine_ram_mismatch")
+    return list(merged.gpus)
+
+
+def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> Host:
+    cached = cache.host.get("bandwidth_gbps")
+    if isinstance(cached, int | float) and cached > 0:
+        return replace(host, bandwidth_gbps=float(cached),
+                       measured=(*host.measured, "bandwidth_gbps"))
+    if not measure:
+        run.notes.append("host_bandwidth_default")
+        return replace(host, bandwidth_gbps=DEFAULT_HOST_BANDWIDTH_GBPS)
+    gbps = host_bandwidth(host.threads, cancelled=run.cancelled)
+    run.step("host_bandwidth", 0.5)  # a cancel during the probe stops here
+    cache.host = {"bandwidth_gbps": gbps, "method": "numpy_copy", "threads": host.threads}
+    return replace(host, bandwidth_gbps=gbps, measured=(*host.measured, "bandwidth_gbps"))
+
+
+def _gpu_key(gpu: Gpu) -> str:
+    return gpu.pci_bus_id or f"{gpu.name}#{gpu.index}"
+
+
+def _gpu_bandwidth(gpus: list[Gpu], cache: ProbeCache, measure: bool, src: Sources,
+                   run: _Run) -> list[Gpu]:
+    probeable = [g for g in gpus if g.vendor in (Vendor.NVIDIA, Vendor.AMD)
+                 and "mig_instance" not in g.notes]
+    if not probeable:
+        return gpus
+    if measure and any(_gpu_key(g) not in cache.gpus for g in probeable):
+        torch = src.torch if src.torch is not None else load_torch()
+        if torch is None:
+            run.notes.append("gpu_probe_unavailable")
+        else:
+            _measure_gpus(torch, probeable, cache, run)
+    out: list[Gpu] = []
+    for gpu in gpus:
+        figures = cache.gpus.get(_gpu_key(gpu), {})
+        bw, h2d = figures.get("bandwidth_gbps"), figures.get("h2d_gbps")
+        if isinstance(bw, int | float) and bw > 0 and isinstance(h2d, int | float) and h2d > 0:
+            gpu = replace(gpu, bandwidth_gbps=float(bw), pcie_gbps=float(h2d),
+                          measured=(*gpu.measured, "bandwidth_gbps", "pcie_gbps"))
+        out.append(gpu)
+    return out
+
+
+def _measure_gpus(torch: Any, gpus: list[Gpu], cache: ProbeCache, run: _Run) -> None:
+    pending = list(gpus)
+    for probe in torch_gpu_bandwidth(torch, cancelled=run.cancelled):
+        # torch's order may differ from ours (CUDA_DEVICE_ORDER): match by name and size.
+        match = next((g for g in pending if g.name == probe.name and
+                      abs(g.total_bytes - probe.total_bytes) <= 0.1 * max(1, g.total_bytes)),
+                     None)
+        if match is None:
+            run.notes.append(f"gpu_probe_unmatched:{probe.ordinal}")
+            continue
+        pending.remove(match)
+        cache.gpus[_gpu_key(match)] = {"bandwidth_gbps": probe.bandwidth_gbps,
+                                       "h2d_gbps": probe.h2d_gbps, "name": probe.name}
+
+
+def _disks(model_dirs: Sequence[Path] | None, cache: ProbeCache, measure: bool, src: Sources,
+           run: _Run) -> list[Disk]:
+    if model_dirs is None:
+        from engine.paths import paths
+
+        folder = paths().models
+        folder.mkdir(parents=True, exist_ok=True)
+        model_dirs = [folder]
+    disks: list[Disk] = []
+    for folder in model_dirs:
+        run.step("disks", 0.7 + 0.3 * len(disks) / max(1, len(model_dirs)))
+        disks.append(_disk(Path(folder), cache, measure, src))
+    return disks
+
+
+def _disk(folder: Path, cache: ProbeCache, measure: bool, src: Sources) -> Disk:
+    device = block_device(folder, src.sys_root, src.proc_root)
+    notes = list(device.notes)
+    key = device.cache_key or f"path:{folder.resolve()}"
+    cached = cache.disks.get(key, {})
+    gbps = cached.get("read_gbps")
+    if isinstance(gbps, int | float) and gbps > 0:
+        return Disk(path=str(folder), kind=device.kind, read_gbps=float(gbps), measured=True,
+                    device=device.name, notes=(*notes, *cached.get("notes", ())))
+    nominal = NOMINAL_READ_GBPS[device.kind]
+    if not measure or "folder_missing" in notes:
+        return Disk(path=str(folder), kind=device.kind, read_gbps=nominal, device=device.name,
+                    notes=(*notes, "read_nominal"))
+    try:
+        result = probe_read(folder)
+    except OSError as exc:
+        log.warning("read probe of %s failed: %s", folder, exc)
+        return Disk(path=str(folder), kind=device.kind, read_gbps=nominal, device=device.name,
+                    notes=(*notes, "read_probe_failed", "read_nominal"))
+    notes.extend(result.notes)
+    if "page_cache_suspected" in result.notes or result.read_gbps <= 0:
+        return Disk(path=str(folder), kind=device.kind, read_gbps=nominal, device=device.name,
+                    notes=(*notes, "read_nominal"))
+    cache.disks[key] = {"read_gbps": result.read_gbps, "bytes_read": result.bytes_read,
+                        "notes": [n for n in result.notes if n != "temp_file"]}
+    return Disk(path=str(folder), kind=device.kind, read_gbps=result.read_gbps, measured=True,
+                device=device.name, notes=tuple(notes))
