@@ -38,6 +38,8 @@ def fmt_seconds(value: float) -> str:
 
 def fmt_tokens(n: int) -> str:
     """A token count: ``32K`` for powers of two of 1024, else the plain number."""
+    if n >= 1024 * 1024 and n % (1024 * 1024) == 0:
+        return f"{n // (1024 * 1024)}M"
     if n >= 1024 and n % 1024 == 0:
         return f"{n // 1024}K"
     return str(n)

@@ -192,15 +192,18 @@ def advice(plan: Any) -> tuple[str | None, tuple[AdviceItem, ...]]:
     doc = plan_document(plan)
     bottleneck = doc.get("bottleneck")
     if isinstance(bottleneck, Mapping):
-        bottleneck = bottleneck.get("code")
+        bottleneck = bottleneck.get("code") or bottleneck.get("kind")
     items = []
     for entry in doc.get("advice", []) or []:
+        if isinstance(entry, Mapping) and entry.get("helps") is False \
+                and entry.get("code") != "advice_no_change_needed":
+            continue  # priced, and it would not make this faster
         if isinstance(entry, Mapping):
             tps = entry.get("decode_tps")
             if tps is None and isinstance(entry.get("predicted"), Mapping):
                 tps = entry["predicted"].get("decode_tps")
             fields = tuple((str(k), v) for k, v in entry.items()
-                           if k not in ("code", "predicted"))
+                           if k not in ("code", "predicted", "helps", "fits"))
             items.append(AdviceItem(str(entry.get("code", "")),
                                     float(tps) if tps is not None else None, fields))
         else:

@@ -109,9 +109,9 @@ CODE_SENTENCES: dict[str, str] = {
     "user_placement": QT_TRANSLATE_NOOP("Codes", "The layer placement is the one you set."),
     "context_user": QT_TRANSLATE_NOOP("Codes", "The context is the one you asked for."),
     "context_from_budget": QT_TRANSLATE_NOOP(
-        "Codes", "The context is the largest that fits in the memory left after the weights."),
+        "Codes", "The context is {context} tokens: the largest that fits in the memory left after the weights."),  # noqa: E501
     "context_train_limit": QT_TRANSLATE_NOOP(
-        "Codes", "The context is capped at the length the model was trained for."),
+        "Codes", "The context is capped at {train} tokens, the length the model was trained for."),
     "context_below_32k": QT_TRANSLATE_NOOP(
         "Codes", "The context is below 32K tokens because memory is short."),
     "context_above_train": QT_TRANSLATE_NOOP(
@@ -175,11 +175,11 @@ CODE_SENTENCES: dict[str, str] = {
         "Codes", "Use a mixture-of-experts model: it reads only the active experts per token."),
     "advice_shorter_context": QT_TRANSLATE_NOOP("Codes", "Ask for a shorter context."),
     "advice_kv_q8_0": QT_TRANSLATE_NOOP("Codes", "Use a q8_0 KV cache."),
-    "advice_more_ram": QT_TRANSLATE_NOOP("Codes", "Add RAM, so nothing is read from disk."),
+    "advice_more_ram": QT_TRANSLATE_NOOP("Codes", "Add RAM (to {ram_bytes}), so nothing is read from disk."),  # noqa: E501
     "advice_faster_ram": QT_TRANSLATE_NOOP(
         "Codes", "Use faster RAM (more channels or a higher clock)."),
-    "advice_bigger_gpu": QT_TRANSLATE_NOOP("Codes", "Use a GPU with more memory."),
-    "advice_second_gpu": QT_TRANSLATE_NOOP("Codes", "Add a second GPU."),
+    "advice_bigger_gpu": QT_TRANSLATE_NOOP("Codes", "Use a GPU with more memory ({vram_bytes})."),
+    "advice_second_gpu": QT_TRANSLATE_NOOP("Codes", "Add a second GPU (like a {gpu})."),
     "advice_no_change_needed": QT_TRANSLATE_NOOP(
         "Codes", "Nothing to change: this is as fast as this machine gets."),
 }
@@ -244,7 +244,22 @@ def code_sentence(code: str, fields: dict[str, Any] | None = None) -> str:
     if source is None:
         log.warning("no sentence for planner code %r", code)
         return code
-    return tr(source).format_map(_Fields(fields or {}))
+    return tr(source).format_map(_Fields(_readable(fields or {})))
+
+
+def _readable(fields: dict[str, Any]) -> dict[str, Any]:
+    """Byte counts as GiB, token counts as 32K: the numbers a sentence shows."""
+    from app.formatting import fmt_bytes, fmt_tokens
+
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            if key.endswith("_bytes"):
+                value = fmt_bytes(value)
+            elif key in ("context", "train", "tokens"):
+                value = fmt_tokens(value)
+        out[key] = value
+    return out
 
 
 def plan_roles(plan: Any) -> dict[int, tuple[str, str]]:

@@ -138,6 +138,10 @@ class WorkerRunner(QObject):
         lanes = [self._lanes.get(lane, _Lane())] if lane else list(self._lanes.values())
         return any(s.running is not None or s.pending is not None for s in lanes)
 
+    def active_threads(self) -> int:
+        """Worker threads running a job now."""
+        return int(self._pool.activeThreadCount())
+
     def shutdown(self, timeout_ms: int = 10000) -> bool:
         """Cancel everything and wait for the pool's threads; True if they all ended."""
         self._closed = True

@@ -54,10 +54,16 @@ def run_plan(inventory: Inventory, profile: ModelProfile, request: Request) -> A
     return plan(inventory, profile, request)
 
 
+def run_advice(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+    """The same plan with its "what would make this faster" advice (several more plans)."""
+    return run_plan(inventory, profile, dataclasses.replace(request, advise=True))
+
+
 class PlanPage(QWidget):
     """The Plan page; ``last_plan`` is the plan shown, ``plan_latency_s`` its latency."""
 
     sig_plan_shown = Signal(object)
+    sig_advice_shown = Signal(object)
 
     def __init__(self, state: AppState, runner: WorkerRunner,
                  parent: QWidget | None = None) -> None:
@@ -67,6 +73,8 @@ class PlanPage(QWidget):
         self._busy = False
         self._requested_at = 0.0
         self.last_plan: Any = None
+        self.last_advice: Any = None
+        self.advice_pending = False
         self.last_request: Request | None = None
         self.plan_latency_s = 0.0
         self.plans_requested = 0
@@ -198,6 +206,7 @@ class PlanPage(QWidget):
             "roles": tuple(Role(r) for r in roles) if roles is not None else None,
             "gpu_order": self.roles.gpu_order(),
             "host_reserve_bytes": self._state.settings.host_reserve_bytes,
+            "advise": False,
         }
         known = {f.name for f in dataclasses.fields(Request)}
         if "gpu_reserve_bytes" in known:
@@ -219,7 +228,14 @@ class PlanPage(QWidget):
         def job(_job: Job) -> Any:
             return run_plan(inventory, profile, request)
 
+        def advice_job(_job: Job) -> Any:
+            return run_advice(inventory, profile, request)
+
+        # The plan itself comes first (fast); its advice costs several more plans.
+        self.advice_pending = True
         self._runner.submit("plan", job, self._on_plan_done)
+        self._runner.submit("advice", advice_job,
+                            lambda full: self._on_advice_done(request, full))
 
     def set_busy(self, busy: bool) -> None:
         """Show that a model is being read."""
@@ -244,6 +260,29 @@ class PlanPage(QWidget):
         self._state.set_plan(plan)
         self._show_plan()
         self.sig_plan_shown.emit(plan)
+
+    def _on_advice_done(self, request: Request, plan: Any) -> None:
+        if request != self.last_request:
+            return  # a newer request is on its way
+        self.advice_pending = False
+        self.last_advice = plan
+        self._show_advice()
+        self.sig_advice_shown.emit(plan)
+
+    def _show_advice(self) -> None:
+        plan = self.last_advice if not self.advice_pending else None
+        if plan is None:
+            self.advice_label.setText(self.tr("Working out what would make this faster…"))
+            return
+        bottleneck, tips = advice(plan_document(plan))
+        lines = [f"<p><b>{code_sentence(bottleneck)}</b></p>"] if bottleneck else []
+        for tip in tips:
+            text = code_sentence(tip.code, dict(tip.fields))
+            if tip.decode_tps is not None:
+                text = self.tr("{advice} → decode {tps} t/s").format(
+                    advice=text, tps=fmt_tps(tip.decode_tps))
+            lines.append(f"<p>• {text}</p>")
+        self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
 
     def _show_empty(self) -> None:
         self.last_plan = None
@@ -283,15 +322,7 @@ class PlanPage(QWidget):
         items = [(m.warning, code_sentence(m.code, dict(m.fields))) for m in messages(doc)]
         self.messages_label.setText("".join(
             f"<p>{'⚠ ' if warn else '• '}{text}</p>" for warn, text in items))
-        bottleneck, tips = advice(doc)
-        lines = [f"<p><b>{code_sentence(bottleneck)}</b></p>"] if bottleneck else []
-        for tip in tips:
-            text = code_sentence(tip.code, dict(tip.fields))
-            if tip.decode_tps is not None:
-                text = self.tr("{advice} → decode {tps} t/s").format(
-                    advice=text, tps=fmt_tps(tip.decode_tps))
-            lines.append(f"<p>• {text}</p>")
-        self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
+        self._show_advice()
 
     # -- events -----------------------------------------------------------------------
     def _on_control_changed(self) -> None:
