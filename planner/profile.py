@@ -74,6 +74,10 @@ class LayerProfile:
     head_dim_v: int = 0
     swa_window: int = 0
     recurrent_state_bytes: int = 0
+    n_ff: int = 0             # dense FFN width (ffn_up rows)
+    n_ff_exp: int = 0         # routed expert FFN width
+    n_ff_shexp: int = 0       # shared expert FFN width
+    recurrent_width: int = 0  # conv channels of a recurrent block (ssm_conv1d)
 
     def bytes_of(self, *kinds: TensorKind) -> int:
         """Bytes of this layer's tensors of the given kinds (all kinds if none given)."""
@@ -111,6 +115,7 @@ class ModelProfile:
     quant_bytes: tuple[tuple[str, int], ...] = ()  # ggml type -> bytes
     n_params: int = 0
     shards: int = 1
+    tied_output: bool = False            # no output.weight: the embeddings double as output
     metadata: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # scalar KVs
 
     @property

@@ -143,10 +143,28 @@ def _recurrent_state(arch: str, md: dict[str, Any], n_embd: int, n_head: int) ->
     return 4 * (conv + d_state * d_inner)
 
 
+def _widths(part: str, shape: tuple[int, ...], widths: dict[str, int]) -> None:
+    """Record the FFN / recurrent widths a block tensor reveals."""
+    if len(shape) < 2:
+        return
+    if part.startswith("ffn_gate_up_exps"):
+        widths["exp"] = shape[1] // 2
+    elif part.startswith("ffn_up_exps"):
+        widths["exp"] = shape[1]
+    elif part.startswith("ffn_up_shexp"):
+        widths["shexp"] = shape[1]
+    elif part.startswith("ffn_up."):
+        widths["ff"] = shape[1]
+    elif part.startswith("ssm_conv1d"):
+        widths["recr"] = shape[1]
+
+
 def _tensors(headers: Sequence[GGUFHeader], nextn_start: int
-             ) -> tuple[list[TensorInfo], dict[int, dict[TensorKind, int]]]:
+             ) -> tuple[list[TensorInfo], dict[int, dict[TensorKind, int]],
+                        dict[int, dict[str, int]]]:
     tensors: list[TensorInfo] = []
     per_layer: dict[int, dict[TensorKind, int]] = defaultdict(lambda: defaultdict(int))
+    widths: dict[int, dict[str, int]] = defaultdict(dict)
     for shard, header in enumerate(headers):
         for t in header.tensors:
             m = _BLOCK.match(t.name)
@@ -154,11 +172,12 @@ def _tensors(headers: Sequence[GGUFHeader], nextn_start: int
             if m is not None and layer is not None:
                 kind = TensorKind.NEXTN if layer >= nextn_start else classify(m.group(2))
                 per_layer[layer][kind] += t.nbytes
+                _widths(m.group(2), t.shape, widths[layer])
             else:
                 kind = _top_kind(t.name)
             tensors.append(TensorInfo(t.name, GGML_TYPES[t.type_id].name, t.shape, t.nbytes,
                                       header.data_offset + t.offset, layer, kind, shard))
-    return tensors, per_layer
+    return tensors, per_layer, widths
 
 
 def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
@@ -179,7 +198,7 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
         raise UnsupportedModelError(f"{arch}: block_count missing or absurd ({n_all})")
     nextn = min(_u(md, f"{a}.nextn_predict_layers"), n_all)
     n_layer = n_all - nextn
-    tensors, per_layer = _tensors(headers, n_layer)
+    tensors, per_layer, widths = _tensors(headers, n_layer)
     if any(layer >= n_all for layer in per_layer):
         raise GGUFError(f"tensor of block {max(per_layer)} but block_count is {n_all}")
     n_embd = _u(md, f"{a}.embedding_length")
@@ -213,7 +232,9 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
             bytes_by_kind=tuple((k, kinds[k]) for k in TensorKind if kinds.get(k)),
             n_head=n_head[il], n_head_kv=hk, head_dim_k=hdk if hk else 0,
             head_dim_v=hdv if hk else 0, swa_window=n_swa if swa[il] else 0,
-            recurrent_state_bytes=state if recr[il] else 0))
+            recurrent_state_bytes=state if recr[il] else 0,
+            n_ff=widths[il].get("ff", 0), n_ff_exp=widths[il].get("exp", 0),
+            n_ff_shexp=widths[il].get("shexp", 0), recurrent_width=widths[il].get("recr", 0)))
     by_kind: dict[TensorKind, int] = defaultdict(int)
     quant: dict[str, int] = defaultdict(int)
     n_params = 0
@@ -250,6 +271,7 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
         quant_bytes=tuple(sorted(quant.items(), key=lambda kv: -kv[1])),
         n_params=n_params,
         shards=len(headers),
+        tied_output=not any(t.name == "output.weight" for t in tensors),
         metadata=tuple((k, _scalar_text(v)) for k, v in md.items()
                        if k != "tokenizer.chat_template" and _is_scalar(v)),
     )

@@ -1,0 +1,221 @@
+"""Memory model vs llama.cpp: predicted buffer sizes against the ones llama.cpp reports.
+
+Run from the repository root::
+
+    .venv/bin/python bench/memory_accuracy.py            # full grid
+    .venv/bin/python bench/memory_accuracy.py --quick    # a few configurations
+
+For the demo model and synthetic models of four families (dense llama, qwen3moe MoE,
+gemma3 sliding-window, qwen35 hybrid recurrent), at two contexts, three KV types and
+1 and 4 parallel sequences, it loads the model in this process with llama.cpp (CPU),
+reads the buffer sizes from llama.cpp's own log (model, KV + RS, compute, output) and
+compares them with ``planner.memory.estimate``. llama.cpp prints MiB with two decimals,
+so each part's error allows that rounding (0.005 MiB). Goal: total within 3%, never
+under-predicting the total by more than 2%, each part within 5%. Exit code 1 if missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.gguf_file import load_profile  # noqa: E402
+from planner.memory import MemoryConfig, Placement, estimate  # noqa: E402
+
+MIB = 1024 * 1024
+ROUNDING = 0.005 * MIB
+PARTS = ("model", "kv", "compute", "output")
+GOAL_TOTAL, GOAL_UNDER, GOAL_PART = 3.0, 2.0, 5.0
+_LINE = re.compile(r"(\S+)\s+(model|KV|RS|compute|output) buffer size\s*=\s*([\d.]+) MiB")
+_PART = {"model": "model", "KV": "kv", "RS": "kv", "compute": "compute", "output": "output"}
+_GGML = {"f16": 1, "q8_0": 8, "q4_0": 2, "f32": 0}
+KV_TYPES = (("f16", False), ("q8_0", True), ("q4_0", True))  # quantized V needs flash attn
+
+
+@dataclass(frozen=True)
+class Row:
+    """One comparison: a model, a configuration and one part."""
+
+    model: str
+    n_ctx: int
+    kv: str
+    n_seq: int
+    part: str
+    predicted: int
+    measured: int
+
+    @property
+    def error_pct(self) -> float:
+        """Signed error in percent (positive: over-predicted), rounding tolerated."""
+        diff = self.predicted - self.measured
+        slack = ROUNDING * (4 if self.part == "total" else 1)
+        if abs(diff) <= slack:
+            return 0.0
+        diff -= slack if diff > 0 else -slack
+        return 100.0 * diff / max(self.measured, 1)
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def take(self) -> dict[str, int]:
+        parts: dict[str, float] = {}
+        for line in self.lines:
+            m = _LINE.search(line)
+            if m:
+                key = _PART[m.group(2)]
+                parts[key] = parts.get(key, 0.0) + float(m.group(3))
+        self.lines.clear()
+        return {k: round(v * MIB) for k, v in parts.items()}
+
+
+def synthetic_models(folder: Path) -> dict[str, Path]:
+    """Header-only (sparse) synthetic models with realistic proportions."""
+    from tests.helpers.gguf_factory import (
+        Shape,
+        qwen35_kv,
+        write_gemma3,
+        write_llama,
+        write_qwen3moe,
+        write_qwen35,
+    )
+
+    common = dict(n_embd=512, n_head=8, n_head_kv=4, head_dim=64, n_ff=1536, n_vocab=32768)
+    llama = Shape(n_layers=8, **common)
+    moe = Shape(n_layers=6, n_expert=16, n_expert_used=4, n_ff_exp=256, **common)
+    gemma = Shape(n_layers=12, extra_kv={"gemma3.attention.sliding_window": 512}, **common)
+    hybrid = Shape(n_layers=8, n_nextn=1, **common)
+    hybrid.extra_kv.update(qwen35_kv(hybrid, d_state=64, n_k_heads=4, n_v_heads=8))
+    return {
+        "llama-dense": write_llama(folder / "llama.gguf", llama, header_only=True),
+        "qwen3moe": write_qwen3moe(folder / "qwen3moe.gguf", moe, header_only=True),
+        "gemma3-swa": write_gemma3(folder / "gemma3.gguf", gemma, header_only=True),
+        "qwen35-hybrid": write_qwen35(folder / "qwen35.gguf", hybrid, header_only=True),
+    }
+
+
+def measure(path: Path, configs: list[MemoryConfig], capture: _Capture
+            ) -> tuple[int, list[dict[str, int]]]:
+    """Load ``path`` once; create and free one context per config; return the sizes."""
+    import llama_cpp as lc
+
+    capture.take()
+    model = lc.llama_model_load_from_file(str(path).encode(), lc.llama_model_default_params())
+    if not model:
+        raise RuntimeError(f"llama.cpp could not load {path}")
+    model_bytes = capture.take().get("model", 0)
+    results = []
+    try:
+        for c in configs:
+            p = lc.llama_context_default_params()
+            p.n_ctx, p.n_seq_max, p.n_batch, p.n_ubatch = c.n_ctx, c.n_seq, c.n_batch, c.n_ubatch
+            p.type_k, p.type_v = _GGML[c.type_k], _GGML[c.type_v]
+            p.flash_attn_type = 1 if c.flash_attn else 0
+            p.swa_full, p.kv_unified, p.offload_kqv = c.swa_full, c.kv_unified, c.offload_kqv
+            p.n_threads = p.n_threads_batch = 1
+            ctx = lc.llama_init_from_model(model, p)
+            if not ctx:
+                raise RuntimeError(f"llama.cpp could not create a context for {c}")
+            lc.llama_free(ctx)
+            results.append(capture.take())
+    finally:
+        lc.llama_model_free(model)
+    return model_bytes, results
+
+
+def grid(quick: bool) -> list[MemoryConfig]:
+    """The configurations compared: contexts x KV types x parallel sequences."""
+    contexts = (4096,) if quick else (4096, 16384)
+    kv_types = KV_TYPES[:2] if quick else KV_TYPES
+    seqs = (1, 4)
+    return [MemoryConfig(n_ctx=ctx, n_seq=n, type_k=t, type_v=t, flash_attn=fa,
+                         n_batch=2048, n_ubatch=512)
+            for ctx in contexts for t, fa in kv_types for n in seqs]
+
+
+def compare(models: dict[str, Path], configs: list[MemoryConfig]) -> list[Row]:
+    """Predicted vs measured rows (one per part and a total) for every model x config."""
+    from engine.logs import NATIVE_LOGGER, route_native_log
+
+    route_native_log()
+    capture = _Capture()
+    native = logging.getLogger(NATIVE_LOGGER)
+    native.addHandler(capture)
+    old_level, native.level = native.level, logging.DEBUG
+    rows: list[Row] = []
+    try:
+        for name, path in models.items():
+            profile = load_profile(path)
+            model_bytes, measured = measure(path, configs, capture)
+            for c, got in zip(configs, measured, strict=True):
+                got["model"] = model_bytes
+                host = estimate(profile, c, Placement.all_on("host", profile.n_layers))[0]
+                pred = {"model": host.weights_bytes, "kv": host.kv_bytes,
+                        "compute": host.compute_bytes, "output": host.output_bytes}
+                for part in (*PARTS, "total"):
+                    p = sum(pred.values()) if part == "total" else pred[part]
+                    m = sum(got.get(k, 0) for k in PARTS) if part == "total" else got.get(part, 0)
+                    rows.append(Row(name, c.n_ctx, c.type_k, c.n_seq, part, p, m))
+    finally:
+        native.removeHandler(capture)
+        native.level = old_level
+    return rows
+
+
+def verdict(rows: list[Row]) -> list[str]:
+    """The goals missed (empty when all are met)."""
+    misses = []
+    for r in rows:
+        e = r.error_pct
+        if r.part == "total" and (abs(e) > GOAL_TOTAL or e < -GOAL_UNDER):
+            misses.append(f"total {e:+.2f}%: {r}")
+        elif r.part != "total" and abs(e) > GOAL_PART:
+            misses.append(f"{r.part} {e:+.2f}%: {r}")
+    return misses
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the table and the worst cases; return 1 if a goal is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few configurations only")
+    args = parser.parse_args(argv)
+    from engine.demo import demo_model_path
+
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="loadout-mem-") as tmp:
+        models = {"smollm2-135m-demo": demo_model_path(), **synthetic_models(Path(tmp))}
+        rows = compare(models, grid(args.quick))
+    print(f"{'model':<18} {'ctx':>6} {'kv':>5} {'par':>3} {'part':<8} "
+          f"{'predicted MiB':>14} {'measured MiB':>13} {'error %':>8}")
+    for r in rows:
+        print(f"{r.model:<18} {r.n_ctx:>6} {r.kv:>5} {r.n_seq:>3} {r.part:<8} "
+              f"{r.predicted / MIB:>14.2f} {r.measured / MIB:>13.2f} {r.error_pct:>+8.2f}")
+    for part in (*PARTS, "total"):
+        worst = max((r for r in rows if r.part == part), key=lambda r: abs(r.error_pct))
+        under = min((r for r in rows if r.part == part), key=lambda r: r.error_pct)
+        print(f"worst {part:<8} {worst.error_pct:+6.2f}%  ({worst.model} ctx {worst.n_ctx} "
+              f"{worst.kv} x{worst.n_seq});  most under {under.error_pct:+6.2f}%")
+    misses = verdict(rows)
+    print(f"{len(rows)} comparisons in {time.perf_counter() - start:.1f} s: "
+          + ("all goals met" if not misses else f"{len(misses)} goal(s) missed"))
+    for miss in misses[:20]:
+        print("  MISSED", miss)
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""Compute-buffer size: ggml's graph allocator replayed over llama.cpp's graph.
+
+llama.cpp sizes its compute buffers by allocating the worst-case graph (``n_ubatch``
+tokens against a full KV cache) with ``ggml-alloc``. We rebuild that graph's intermediate
+tensors, block by block, in the order ``ggml_build_forward_expand`` adds them (transcribed
+from ``llm_graph_context::build_attn``/``build_attn_mha``/``build_ffn``/``build_moe_ffn``
+and the model builders), and run the same allocator: graph inputs first, element-wise ops
+in place on a parent with no other reader, every tensor freed after its last reader,
+best-fit free list with 32-byte alignment (``ggml_dyn_tallocr``), one buffer per device.
+The result is the high-water mark of each buffer: what llama.cpp reports as
+``compute buffer size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from planner.graph_alloc import Graph, Tensor
+
+F32, F16, I32, I64 = 4, 2, 4, 8
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """What one block computes, as far as its intermediate tensors go."""
+
+    kind: str               # "attn" or "recurrent"
+    n_head: int
+    head_dim_k: int
+    head_dim_v: int
+    n_head_kv: int
+    n_kv: int               # KV cells the block attends to (per stream)
+    n_ff: int               # dense FFN width (0 for none)
+    n_ff_exp: int = 0       # routed expert width
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_shexp: int = 0
+    recurrent_width: int = 0    # conv channels of a recurrent block
+    recurrent_state: int = 0    # f32 elements of one sequence's state
+    swa: bool = False           # reads the SWA mask instead of the full one
+    qk_norm: bool = False
+    post_norms: bool = False    # gemma-style norms after attention and FFN
+    gated_attn: bool = False    # qwen3.5-style output gate on attention
+    device: str = "host"
+
+
+@dataclass(frozen=True)
+class GraphParams:
+    """Batch and context facts shared by every block of one worst-case graph."""
+
+    n_tokens: int
+    n_outputs: int
+    n_embd: int
+    n_vocab: int
+    n_seq: int
+    n_stream: int
+    flash: bool
+    k_rot: int          # Hadamard rotation size for a quantized K cache (0: none)
+    v_rot: int          # ... for a quantized V cache
+    v_trans_width: int  # widest V row (transposed V cache without flash attention)
+    n_pos: int = 1      # positions per token (4 for multi-section rope)
+    output_device: str = "host"
+    input_device: str = "host"
+
+
+class _Builder:
+    """Transcribes llama.cpp's graph construction into :class:`Graph` calls."""
+
+    def __init__(self, p: GraphParams, layers: tuple[LayerShape, ...]) -> None:
+        self.p = p
+        self.g = Graph()
+        t = p.n_tokens
+        dev = p.input_device
+        self.tokens = self.g.input(t * I32, dev)
+        self.pos = self.g.input(t * I32 * p.n_pos, dev)
+        self.masks: dict[bool, Tensor] = {}
+        mask_elt = F16 if p.flash else F32
+        for layer in layers:
+            if layer.kind == "attn" and layer.swa not in self.masks:
+                self.masks[layer.swa] = self.g.input(layer.n_kv * t * mask_elt, dev)
+        self.k_idxs = self.g.input(t * I64, dev)
+        v_rows = t if p.flash else t * max(p.v_trans_width, 1)
+        self.v_idxs = self.g.input(v_rows * I64, dev)
+        self.out_ids = self.g.input(p.n_outputs * I32, dev)
+        self.k_rot = self.g.input(p.k_rot * p.k_rot * F32, dev) if p.k_rot else None
+        self.v_rot = self.g.input(p.v_rot * p.v_rot * F32, dev) if p.v_rot else None
+
+    def norm(self, x: Tensor, dev: str) -> Tensor:
+        n = self.g.op(x.size, dev, x, inplace=True)       # rms_norm
+        return self.g.op(n.size, dev, n, inplace=True)    # * weight
+
+    def attention(self, x: Tensor, s: LayerShape) -> Tensor:
+        g, p, t, dev = self.g, self.p, self.p.n_tokens, s.device
+        q_width = s.n_head * s.head_dim_k * (2 if s.gated_attn else 1)
+        q_full = g.op(q_width * t * F32, dev, x)
+        q = g.view(q_full, contiguous=not s.gated_attn)
+        gate = g.op(s.n_head * s.head_dim_k * t * F32, dev, q_full) if s.gated_attn else None
+        if s.qk_norm:
+            q = self.norm(q, dev)
+        q = g.op(s.n_head * s.head_dim_k * t * F32, dev, g.view(q), self.pos, inplace=True)
+        v = g.view(g.op(s.n_head_kv * s.head_dim_v * t * F32, dev, x))
+        k = g.view(g.op(s.n_head_kv * s.head_dim_k * t * F32, dev, x))
+        if s.qk_norm:
+            k = self.norm(k, dev)
+        k = g.op(k.size, dev, k, self.pos, inplace=True)   # rope
+        if self.k_rot is not None:
+            q = g.view(g.op(q.size, dev, self.k_rot, g.view(q)))
+            k = g.view(g.op(k.size, dev, self.k_rot, g.view(k)))
+        if self.v_rot is not None:
+            v = g.view(g.op(v.size, dev, self.v_rot, g.view(v)))
+        g.expand(q)
+        g.expand(v)
+        g.expand(k)
+        g.expand(g.view(None, k, self.k_idxs))             # set_rows into the K cache
+        g.expand(g.view(None, v, self.v_idxs))             # ... and the V cache
+        mask = self.masks[s.swa]
+        qp = g.view(q, contiguous=False)                   # permute
+        if p.flash:
+            out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, mask)
+        else:
+            kq = g.op(s.n_kv * t * s.n_head * F32, dev, qp)
+            kq = g.op(kq.size, dev, kq, mask, inplace=True)  # soft_max_ext
+            kqv = g.op(s.head_dim_v * t * s.n_head * F32, dev, kq)
+            out = g.op(kqv.size, dev, g.view(kqv, contiguous=False))  # cont
+        g.expand(out)
+        if self.v_rot is not None:
+            out = g.view(g.op(out.size, dev, self.v_rot, g.view(out)))
+        if gate is not None:
+            sig = g.op(gate.size, dev, gate, inplace=True)
+            out = g.op(out.size, dev, out, sig, inplace=True)
+        return g.op(self.p.n_embd * t * F32, dev, out)     # wo
+
+    def recurrent(self, x: Tensor, s: LayerShape) -> Tensor:
+        g, t, dev = self.g, self.p.n_tokens, s.device
+        width, n_seq = max(s.recurrent_width, 1), self.p.n_seq
+        mixed = g.op(width * t * F32, dev, x)
+        z = g.op(s.n_head * s.head_dim_v * t * F32 if s.n_head else width * t * F32, dev, x)
+        conv_in = g.op(width * (t + 3 * n_seq) * F32, dev, g.view(mixed, contiguous=False))
+        conv = g.op(width * t * F32, dev, conv_in)
+        conv = g.op(conv.size, dev, conv, inplace=True)    # silu
+        y = g.op((width * t + s.recurrent_state * n_seq) * F32, dev, g.view(conv), g.view(conv))
+        g.expand(g.view(None, g.view(y)))                  # new state into the cache
+        out = g.op(width * t * F32, dev, g.view(y))
+        out = g.op(out.size, dev, out, z, inplace=True)   # gated norm
+        return g.op(self.p.n_embd * t * F32, dev, out)
+
+    def ffn(self, x: Tensor, s: LayerShape, t: int) -> Tensor:
+        g, e, dev = self.g, self.p.n_embd, s.device
+        if s.n_expert:
+            k = s.n_expert_used
+            logits = g.op(s.n_expert * t * F32, dev, x)
+            probs = g.op(logits.size, dev, logits, inplace=True)
+            sel = g.op(k * t * I32, dev, probs)            # argsort_top_k
+            w = g.op(k * t * F32, dev, g.view(probs), sel)  # get_rows
+            wsum = g.op(t * F32, dev, w)
+            w = g.op(w.size, dev, w, wsum, inplace=True)   # normalise
+            up = g.op(s.n_ff_exp * k * t * F32, dev, x, sel)
+            gate = g.op(s.n_ff_exp * k * t * F32, dev, x, sel)
+            par = g.op(gate.size, dev, gate, up)            # swiglu
+            experts = g.op(e * k * t * F32, dev, par, sel)
+            experts = g.op(experts.size, dev, experts, w, inplace=True)
+            out = g.op(e * t * F32, dev, g.view(experts), g.view(experts))
+            for _ in range(k - 2):
+                out = g.op(out.size, dev, out, g.view(experts), inplace=True)
+            if s.n_ff_shexp:
+                out = g.op(out.size, dev, out, self.dense(x, s.n_ff_shexp, t, dev),
+                           inplace=True)
+            return out
+        if s.n_ff:
+            return self.dense(x, s.n_ff, t, dev)
+        return x
+
+    def dense(self, x: Tensor, n_ff: int, t: int, dev: str) -> Tensor:
+        g = self.g
+        gate = g.op(n_ff * t * F32, dev, x)
+        up = g.op(n_ff * t * F32, dev, x)
+        par = g.op(n_ff * t * F32, dev, gate, up)          # swiglu (not in place)
+        return g.op(self.p.n_embd * t * F32, dev, par)
+
+    def build(self, layers: tuple[LayerShape, ...], with_output: bool) -> Graph:
+        g, p = self.g, self.p
+        inp = g.op(p.n_embd * p.n_tokens * F32, p.input_device, self.tokens)  # get_rows
+        for i, s in enumerate(layers):
+            dev = s.device
+            cur = self.norm(inp, dev)
+            g.expand(cur)
+            cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(cur, s)
+            t = p.n_tokens
+            if i == len(layers) - 1 and with_output:
+                cur = g.op(p.n_embd * p.n_outputs * F32, dev, cur, self.out_ids)
+                inp = g.op(p.n_embd * p.n_outputs * F32, dev, inp, self.out_ids)
+                t = p.n_outputs
+            if s.post_norms:
+                cur = self.norm(cur, dev)
+            res = g.op(cur.size, dev, cur, inp, inplace=True)       # + residual
+            cur = self.ffn(self.norm(res, dev), s, t)
+            if s.post_norms:
+                cur = self.norm(cur, dev)
+            inp = g.op(cur.size, dev, cur, res, inplace=True)
+        if with_output:
+            out = self.norm(inp, p.output_device)
+            g.mark_output(out)                              # t_embd is kept
+            logits = g.op(p.n_vocab * p.n_outputs * F32, p.output_device, out)
+            g.mark_output(logits)
+            g.expand(logits)
+        else:
+            g.expand(inp)
+        return g
+
+
+@lru_cache(maxsize=4096)
+def compute_bytes(layers: tuple[LayerShape, ...], params: GraphParams,
+                  with_output: bool = True) -> tuple[tuple[str, int], ...]:
+    """Compute-buffer bytes per device for the worst-case graph of ``layers``.
+
+    Returns ``(device, bytes)`` pairs for every device that holds part of the graph.
+    """
+    graph = _Builder(params, layers).build(layers, with_output)
+    return tuple(sorted(graph.allocate().items()))

@@ -1,0 +1,275 @@
+"""The memory model: bytes llama.cpp allocates per device for a configuration.
+
+Mirrors llama.cpp (the version bundled with llama-cpp-python 0.3.36):
+- weights: each tensor on the device of its block (routed experts may be elsewhere);
+  the token embeddings stay in host memory; a tied output is copied to a GPU output device;
+- KV cache (``llama_kv_cache``): ``n_ctx`` padded to 256, split into ``n_seq`` streams
+  unless unified; SWA layers hold ``pad256(min(n_ctx_seq, window + n_ubatch))`` cells per
+  stream unless ``swa_full``; V is stored transposed (width of the widest layer) without
+  flash attention; MLA caches no V; recurrent layers hold f32 states per sequence;
+- output buffer: ``n_vocab`` f32 logits per sequence, in host memory;
+- compute buffers: :mod:`planner.compute_buffer` replays ggml's allocator;
+- overhead: fixed per-device runtime cost (backend context, kernels), 0 for host here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.compute_buffer import GraphParams, LayerShape, compute_bytes
+from planner.ggml_types import ggml_type
+from planner.profile import LayerKind, LayerProfile, ModelProfile, TensorKind
+
+HOST = "host"
+# A CUDA/ROCm context plus cuBLAS workspace and kernels (not measurable on CPU-only builds).
+GPU_OVERHEAD_BYTES = 300 * 1024 * 1024
+_NON_EXPERT = tuple(k for k in TensorKind if k != TensorKind.EXPERTS)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where tensors live; device ids are "host", "gpu0", "gpu1", ...
+
+    ``layer_devices[i]``: device of block i's non-expert tensors (and its KV when
+    ``offload_kqv``); ``expert_devices[i]``: device of its routed experts (``*_exps``).
+    The token embeddings always live in host memory, as llama.cpp keeps the input layer
+    on the CPU.
+    """
+
+    layer_devices: tuple[str, ...]
+    expert_devices: tuple[str, ...]
+    output_device: str = HOST
+
+    @staticmethod
+    def all_on(device: str, n_layers: int) -> Placement:
+        """Every block, expert and the output on ``device``."""
+        return Placement((device,) * n_layers, (device,) * n_layers, device)
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """A llama.cpp context configuration (names as ``llama_context_params``)."""
+
+    n_ctx: int                 # total KV cells (context per sequence x n_seq)
+    n_seq: int = 1
+    type_k: str = "f16"
+    type_v: str = "f16"
+    flash_attn: bool = False
+    n_batch: int = 2048
+    n_ubatch: int = 512
+    offload_kqv: bool = True
+    swa_full: bool = False
+    load_mtp: bool = False     # NextN/MTP layers allocated (weights + KV) only when True
+    kv_unified: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Bytes one device holds for a loaded model and context."""
+
+    device: str
+    weights_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    output_bytes: int
+    overhead_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return (self.weights_bytes + self.kv_bytes + self.compute_bytes + self.output_bytes
+                + self.overhead_bytes)
+
+
+@dataclass(frozen=True)
+class ContextSize:
+    """How llama.cpp sizes a context from a :class:`MemoryConfig`."""
+
+    n_ctx: int        # total cells after padding
+    n_ctx_seq: int    # cells per stream
+    n_stream: int
+    n_batch: int
+    n_ubatch: int
+
+
+def _pad(n: int, to: int = 256) -> int:
+    return -(-n // to) * to
+
+
+def context_size(config: MemoryConfig) -> ContextSize:
+    """The padded context, per-stream size and batch sizes llama.cpp will use."""
+    n_seq = max(1, config.n_seq)
+    n_ctx = _pad(max(1, config.n_ctx))
+    if config.kv_unified:
+        n_ctx_seq, n_stream = n_ctx, 1
+    else:
+        n_ctx_seq = _pad(max(1, n_ctx // n_seq))
+        n_ctx, n_stream = n_ctx_seq * n_seq, n_seq
+    n_batch = min(n_ctx, config.n_batch)
+    n_ubatch = min(n_batch, config.n_ubatch or n_batch)
+    return ContextSize(n_ctx, n_ctx_seq, n_stream, n_batch, n_ubatch)
+
+
+def _layer_cells(layer: LayerProfile, config: MemoryConfig, size: ContextSize) -> int:
+    """KV cells per stream of one attention layer."""
+    if layer.kind == LayerKind.SWA and not config.swa_full:
+        window = layer.swa_window * (max(1, config.n_seq) if config.kv_unified else 1)
+        return _pad(min(size.n_ctx_seq, window + size.n_ubatch))
+    return size.n_ctx_seq
+
+
+def _kv_layers(profile: ModelProfile, config: MemoryConfig) -> list[LayerProfile]:
+    if config.load_mtp:
+        return list(profile.layers)
+    return [la for la in profile.layers if la.kind != LayerKind.NEXTN]
+
+
+def _v_width_max(profile: ModelProfile) -> int:
+    return max((la.n_head_kv * la.head_dim_v for la in profile.layers), default=0)
+
+
+def kv_bytes_per_cell(profile: ModelProfile, type_k: str = "f16", type_v: str = "f16",
+                      flash_attn: bool = True) -> int:
+    """KV bytes one context cell costs across the full-attention layers.
+
+    SWA layers cost a fixed amount per sequence (see :func:`kv_layer_bytes`); recurrent
+    layers a fixed state. Use this to size the context left after fixed costs.
+    """
+    tk, tv = ggml_type(type_k), ggml_type(type_v)
+    v_max = _v_width_max(profile)
+    total = 0
+    for la in profile.layers:
+        if la.kind != LayerKind.FULL or la.n_head_kv == 0:
+            continue
+        total += tk.row_bytes(la.n_head_kv * la.head_dim_k)
+        if la.head_dim_v:
+            total += tv.row_bytes(la.n_head_kv * la.head_dim_v if flash_attn else v_max)
+    return total
+
+
+def kv_layer_bytes(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig) -> int:
+    """KV (or recurrent-state) bytes of one layer under ``config``."""
+    if layer.kind == LayerKind.RECURRENT:
+        return layer.recurrent_state_bytes * max(1, config.n_seq)
+    if layer.n_head_kv == 0:
+        return 0
+    size = context_size(config)
+    cells = _layer_cells(layer, config, size) * size.n_stream
+    k = ggml_type(config.type_k).row_bytes(layer.n_head_kv * layer.head_dim_k) * cells
+    if not layer.head_dim_v:
+        return k
+    width = (layer.n_head_kv * layer.head_dim_v if config.flash_attn
+             else _v_width_max(profile))
+    return k + ggml_type(config.type_v).row_bytes(width) * cells
+
+
+def output_buffer_bytes(profile: ModelProfile, config: MemoryConfig) -> int:
+    """llama.cpp's output buffer: f32 logits for one output per sequence."""
+    return profile.n_vocab * F32_BYTES * max(1, config.n_seq)
+
+
+F32_BYTES = 4
+
+
+_GATED_ATTN = frozenset({"qwen3next", "qwen35", "qwen35moe"})
+_MULTI_POS = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
+
+
+def _layer_shape(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig,
+                 size: ContextSize, device: str) -> LayerShape:
+    moe = bool(layer.n_ff_exp) and profile.expert_count > 1
+    gated = profile.architecture in _GATED_ATTN
+    shape = LayerShape(
+        "attn", layer.n_head or layer.n_head_kv, layer.head_dim_k, layer.head_dim_v,
+        layer.n_head_kv, _layer_cells(layer, config, size), n_ff=layer.n_ff,
+        n_ff_exp=layer.n_ff_exp, n_expert=profile.expert_count if moe else 0,
+        n_expert_used=profile.expert_used_count if moe else 0, n_ff_shexp=layer.n_ff_shexp,
+        swa=layer.kind == LayerKind.SWA, qk_norm=gated, gated_attn=gated, device=device)
+    if layer.kind == LayerKind.RECURRENT:
+        return replace(shape, kind="recurrent", n_head_kv=0, n_kv=0, swa=False,
+                       recurrent_width=layer.recurrent_width or 2 * profile.n_embd,
+                       recurrent_state=layer.recurrent_state_bytes // 4)
+    return shape
+
+
+def _rot(type_name: str, head_dim: int, grow: bool) -> int:
+    """Size of the Hadamard rotation llama.cpp applies before a quantized KV cache."""
+    if not ggml_type(type_name).is_quantized or head_dim <= 0 or head_dim % 64:
+        return 0
+    n = 64
+    while grow and head_dim % (n * 2) == 0:
+        n *= 2
+    return n
+
+
+def estimate(profile: ModelProfile, config: MemoryConfig,
+             placement: Placement) -> tuple[DeviceMemory, ...]:
+    """Bytes per device llama.cpp will allocate for ``profile`` under ``config``.
+
+    Returns one :class:`DeviceMemory` per device named in ``placement`` (host first).
+    Pure arithmetic over the profile's per-layer sums; cheap enough to call in loops.
+    """
+    size = context_size(config)
+    others = {*placement.layer_devices, *placement.expert_devices, placement.output_device}
+    devices = [HOST, *sorted(others - {HOST})]
+    weights = dict.fromkeys(devices, 0)
+    kv = dict.fromkeys(devices, 0)
+    layers_of: dict[str, list[LayerProfile]] = {d: [] for d in devices}
+    weights[HOST] += profile.token_embd_bytes + profile.other_bytes
+    weights[placement.output_device] += profile.output_bytes
+    if placement.output_device != HOST and profile.tied_output:
+        weights[placement.output_device] += profile.token_embd_bytes  # tied: a copy
+    for la in profile.layers:
+        if la.kind == LayerKind.NEXTN and not config.load_mtp:
+            continue
+        i = min(la.index, len(placement.layer_devices) - 1)
+        dev = placement.layer_devices[i] if placement.layer_devices else HOST
+        exp_dev = placement.expert_devices[i] if placement.expert_devices else dev
+        weights[dev] += la.bytes_of(*_NON_EXPERT)
+        weights[exp_dev] += la.bytes_of(TensorKind.EXPERTS)
+        kv[dev if config.offload_kqv else HOST] += kv_layer_bytes(profile, la, config)
+        if la.kind != LayerKind.NEXTN:
+            layers_of[dev].append(la)
+    compute = _compute(profile, config, size, placement, devices, layers_of)
+    out = []
+    for d in devices:
+        out.append(DeviceMemory(
+            device=d, weights_bytes=weights[d], kv_bytes=kv[d], compute_bytes=compute[d],
+            output_bytes=output_buffer_bytes(profile, config) if d == HOST else 0,
+            overhead_bytes=0 if d == HOST else GPU_OVERHEAD_BYTES))
+    return tuple(out)
+
+
+def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
+             placement: Placement, devices: list[str],
+             layers_of: dict[str, list[LayerProfile]]) -> dict[str, int]:
+    result = dict.fromkeys(devices, 0)
+    ordered = [(la, d) for d in devices for la in layers_of[d]]
+    ordered.sort(key=lambda item: item[0].index)
+    shapes = tuple(_compress(tuple(_layer_shape(profile, la, config, size, d)
+                                   for la, d in ordered)))
+    attn = [la for la, _ in ordered if la.n_head_kv]
+    head_k = attn[0].head_dim_k if attn else 0
+    head_v = attn[0].head_dim_v if attn else 0
+    params = GraphParams(
+        n_tokens=size.n_ubatch, n_outputs=min(size.n_ubatch, size.n_batch),
+        n_embd=profile.n_embd, n_vocab=profile.n_vocab, n_seq=max(1, config.n_seq),
+        n_stream=size.n_stream, flash=config.flash_attn,
+        k_rot=_rot(config.type_k, head_k, grow=True),
+        v_rot=_rot(config.type_v, head_v, grow=False) if head_v else 0,
+        v_trans_width=0 if config.flash_attn else _v_width_max(profile),
+        n_pos=4 if profile.architecture in _MULTI_POS else 1,
+        output_device=placement.output_device)
+    for dev, nbytes in compute_bytes(shapes, params, True):
+        result[dev] = result.get(dev, 0) + nbytes
+    return result
+
+
+def _compress(shapes: tuple[LayerShape, ...], keep: int = 3) -> list[LayerShape]:
+    """Drop repeats of the same periodic pattern: the allocator's state repeats with it."""
+    n = len(shapes)
+    for period in range(1, 9):
+        if n <= period * (keep + 1):
+            break
+        if all(shapes[i] == shapes[i - period] for i in range(period, n)):
+            return list(shapes[: period * keep]) + list(shapes[n - period:])
+    return list(shapes)
