@@ -1,0 +1,128 @@
+"""The Plan page: real plans from the planner, drawn as the plan says, re-planned on edits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.plan_view import expert_bytes, memory_bars, plan_document
+from engine.gguf_file import load_profile
+from planner.inventory import Inventory
+from planner.plan import plan
+from planner.profile import TensorKind
+from planner.request import Request, Role
+
+
+def _open(window: Any, qtbot: Any, model: Path) -> Any:
+    with qtbot.waitSignal(window.plan.sig_plan_shown, timeout=20000):
+        window.select_model(model)
+    return window.plan
+
+
+def test_memory_map_shows_each_device_of_the_plan(make_window: Any, rig: Inventory,
+                                                  demo_model: Path, qtbot: Any) -> None:
+    window = make_window(rig)
+    page = _open(window, qtbot, demo_model)
+    assert window.current_page() == "plan"
+    doc = plan_document(page.last_plan)
+    bars = page.memory_map.bars()
+    assert [b.device_id for b in bars] == [d["id"] for d in doc["devices"]]
+    for bar, device in zip(bars, doc["devices"], strict=True):
+        assert bar.capacity_bytes == device["capacity_bytes"]
+        assert bar.bytes_of("weights") + bar.bytes_of("experts") == \
+            device["weights_bytes"] + device["other_bytes"]
+        assert bar.bytes_of("kv") == device["kv_bytes"]
+        assert bar.bytes_of("compute") == device["compute_bytes"]
+        assert bar.bytes_of("reserve") == device["reserve_bytes"]
+        assert bar.bytes_of("free") == max(0, device["free_bytes"])
+    gpu = bars[0]
+    assert gpu.name == "GeForce RTX 4090" and gpu.role == "main"
+    assert page.speed_values[0].text() not in ("", "—")
+    # hovering the KV segment explains it
+    rects = page.memory_map.segment_rects(0)
+    kv_rect = next(r for r, s in rects if s.kind == "kv")
+    hit = page.memory_map.segment_at(kv_rect.center().toPoint())
+    assert hit is not None and hit[1].kind == "kv"
+    assert "KV cache" in page.memory_map.tooltip_for(*hit)
+
+
+def test_known_plan_splits_experts_from_other_weights(moe_gguf: Path) -> None:
+    profile = load_profile(moe_gguf)
+    per_layer = [layer.bytes_of(TensorKind.EXPERTS) for layer in profile.layers]
+    doc = {"roles": [{"gpu": 0, "role": "main", "reason": "main_largest"}],
+           "devices": [
+               {"id": "gpu0", "kind": "gpu", "weights_bytes": 10_000_000, "other_bytes": 0,
+                "kv_bytes": 2_000_000, "compute_bytes": 1_000_000, "reserve_bytes": 500_000,
+                "capacity_bytes": 20_000_000, "layers": [[0, 2]], "expert_layers": [[1, 2]]},
+               {"id": "host", "kind": "host", "weights_bytes": per_layer[0] + 123,
+                "other_bytes": 0, "kv_bytes": 0, "compute_bytes": 0, "reserve_bytes": 0,
+                "capacity_bytes": 1_000_000_000, "layers": [], "expert_layers": [[0, 1]]}]}
+    gpu, host = memory_bars(doc, {0: "Card"}, profile)
+    assert gpu.name == "Card" and gpu.role == "main"
+    assert [s.kind for s in gpu.segments] == ["weights", "experts", "kv", "compute",
+                                              "reserve", "free"]
+    assert gpu.bytes_of("experts") == per_layer[1] > 0
+    assert gpu.bytes_of("weights") == 10_000_000 - per_layer[1]
+    assert gpu.bytes_of("free") == 20_000_000 - 13_500_000
+    assert host.bytes_of("experts") == per_layer[0] and host.bytes_of("weights") == 123
+    assert expert_bytes(profile, ((0, 2),)) == sum(per_layer[:2])
+    over = memory_bars({"devices": [{"id": "gpu0", "weights_bytes": 30, "capacity_bytes": 20}]})
+    assert over[0].bytes_of("over") == 10
+
+
+@pytest.fixture
+def big_model(sparse_70b: Path) -> Path:
+    return sparse_70b
+
+
+def test_switching_a_gpu_off_replans_without_it(make_window: Any, two_gpu_rig: Inventory,
+                                                big_model: Path, qtbot: Any) -> None:
+    window = make_window(two_gpu_rig)
+    page = _open(window, qtbot, big_model)
+    before = {b.device_id: b for b in page.memory_map.bars()}
+    assert before["gpu1"].bytes_of("weights") > 0  # 40 GB of weights need both cards
+    count = page.plans_requested
+    with qtbot.waitSignal(page.sig_plan_shown, timeout=20000):
+        page.roles.buttons[(1, "off")].click()
+    assert page.plans_requested == count + 1
+    assert page.last_request.roles == (Role.MAIN, Role.OFF)
+    after = {b.device_id: b for b in page.memory_map.bars()}
+    assert after["gpu1"].bytes_of("weights") == 0 and after["gpu1"].role == "off"
+    assert after["host"].bytes_of("weights") > before["host"].bytes_of("weights")
+    expected = plan(two_gpu_rig, load_profile(big_model), page.last_request)
+    assert plan_document(page.last_plan)["devices"] == expected.to_json()["devices"]
+    assert page.roles.buttons[(1, "off")].isChecked()
+
+
+def test_controls_build_the_request_and_the_newest_plan_wins(
+        make_window: Any, rig: Inventory, demo_model: Path, qtbot: Any) -> None:
+    window = make_window(rig)
+    page = _open(window, qtbot, demo_model)
+    page.parallel.setValue(2)
+    page.kv.setCurrentIndex(page.kv.findData("q8_0"))
+    page.task.setCurrentIndex(page.task.findData("creative"))
+    for step in range(1, 4):  # 2K, 4K, 8K: dragged through, only the last one counts
+        page.context.setValue(step)
+    assert page.context_value.text() == "8K"
+    request = page.last_request
+    assert (request.context, request.parallel, request.kv_type, request.task.value) == \
+        (8192, 2, "q8_0", "creative")
+    qtbot.waitUntil(lambda: not window.runner.busy("plan"), timeout=20000)
+    doc = plan_document(page.last_plan)
+    assert (doc["context"], doc["parallel"], doc["kv_type"]) == (8192, 2, "q8_0")
+    assert "8K per sequence × 2" in page.fit_label.text()
+
+
+def test_advice_follows_the_plan(make_window: Any, rig: Inventory, demo_model: Path,
+                                 qtbot: Any) -> None:
+    window = make_window(rig)
+    with qtbot.waitSignal(window.plan.sig_advice_shown, timeout=30000):
+        window.select_model(demo_model)
+    page = window.plan
+    assert not page.advice_pending
+    assert "Bottleneck" in page.advice_label.text()
+    full = plan_document(page.last_advice)
+    assert full["advice"], "the advice lane plans with advise=True"
+    assert Request().advise is True
