@@ -66,3 +66,7 @@ class ChatTemplateError(EngineError, ValueError):
 
 class DetectionCancelled(EngineError):
     """Hardware detection was cancelled through its cancel flag before it finished."""
+
+
+class EngineBuildError(EngineError, RuntimeError):
+    """An engine build cannot be activated (``llama_cpp`` already loaded from another)."""
