@@ -81,6 +81,13 @@ def _from_engine(dev: EngineDevice, backend: Backend) -> Gpu:
 def _adopt(gpu: Gpu, dev: EngineDevice, backend: Backend) -> Gpu:
     notes = list(gpu.notes)
     free = gpu.free_bytes
+    if gpu.vendor is Vendor.APPLE and dev.total_bytes:
+        # Metal reports the GPU's working-set limit itself: better than our estimate.
+        notes = [n for n in notes if n != "gpu_share_estimated"]
+        return replace(gpu, backend=backend, engine_device=dev.name,
+                       total_bytes=dev.total_bytes,
+                       free_bytes=min(dev.free_bytes, dev.total_bytes),
+                       measured=("total_bytes", "free_bytes"), notes=tuple(notes))
     if free == 0 and dev.free_bytes > 0:
         free = min(dev.free_bytes, gpu.total_bytes or dev.free_bytes)
         notes.append("free_from_engine")
@@ -120,7 +127,8 @@ def cross_check(found: Sequence[Gpu], devices: Sequence[EngineDevice]) -> ProbeR
             merged.append(claims[dev.name])
         elif backend is None:
             notes.append(f"engine_device_unknown_backend:{dev.name}")
-        elif any(_same_gpu(g, dev) for g in claims.values()):
+        elif any(g.backend is not backend and _same_gpu(g, dev)
+                 for g in (*claims.values(), *merged)):
             notes.append(f"duplicate_engine_device:{dev.name}")
         else:
             merged.append(_from_engine(dev, backend))

@@ -1,0 +1,106 @@
+"""Model-folder disks: device kind from (fake) sysfs, and the bounded real read probe."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.hardware import Sources, detect
+from engine.hardware.disks import block_device, largest_file, probe_read
+from planner.inventory import DiskKind
+
+MIB = 2**20
+
+
+def _fake_block(root: Path, folder: Path, disk: str, part: str | None, rotational: str,
+                slave_of: str | None = None) -> Path:
+    """Make ``/sys/dev/block/<folder's dev>`` point at a fake disk (or a partition of it)."""
+    st = os.stat(folder)
+    devices = root / "devices" / "virtual" / "block"
+    disk_dir = devices / disk
+    (disk_dir / "queue").mkdir(parents=True)
+    (disk_dir / "queue" / "rotational").write_text(rotational + "\n")
+    (disk_dir / "size").write_text("1000215216\n")
+    target = disk_dir
+    if part:
+        target = disk_dir / part
+        target.mkdir()
+        (target / "partition").write_text("2\n")
+    (root / "class" / "block").mkdir(parents=True, exist_ok=True)
+    (root / "class" / "block" / disk).symlink_to(disk_dir)
+    if slave_of:  # a device-mapper volume on top of the disk
+        dm = devices / slave_of
+        (dm / "slaves").mkdir(parents=True)
+        (dm / "slaves" / disk).symlink_to(disk_dir)
+        target = dm
+    (root / "dev" / "block").mkdir(parents=True)
+    (root / "dev" / "block" / f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}").symlink_to(target)
+    return root
+
+
+@pytest.mark.parametrize(("disk", "part", "rotational", "slave_of", "kind"), [
+    ("nvme0n1", "nvme0n1p2", "0", None, DiskKind.NVME),
+    ("sda", "sda1", "0", None, DiskKind.SSD),
+    ("sdb", None, "1", None, DiskKind.HDD),
+    ("nvme1n1", None, "0", "dm-0", DiskKind.NVME),
+    ("vda", "vda1", "1", None, DiskKind.UNKNOWN),
+])
+def test_device_kind_from_sysfs(tmp_path: Path, disk: str, part: str | None, rotational: str,
+                                slave_of: str | None, kind: DiskKind) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    root = _fake_block(tmp_path / "sys", folder, disk, part, rotational, slave_of)
+    device = block_device(folder, sys_root=root)
+    assert (device.name, device.kind) == (disk, kind)
+    assert device.cache_key == f"{disk}:1000215216"
+
+
+def test_real_device_of_this_checkout_is_found() -> None:
+    device = block_device(Path(__file__).parent)
+    st = os.stat(Path(__file__).parent)
+    link = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if link.exists():
+        assert device.name and device.name in link.resolve().parts
+    assert block_device(Path("/no/such/folder")).notes == ("folder_missing",)
+
+
+def test_read_probe_reads_the_largest_file_within_its_bounds(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    big = tmp_path / "sub" / "model.gguf"
+    with big.open("wb") as f:
+        for _ in range(40):
+            f.write(os.urandom(MIB))
+    (tmp_path / "small.txt").write_text("x")
+    assert largest_file(tmp_path) == big
+    result = probe_read(tmp_path, max_bytes=16 * MIB, min_file_bytes=32 * MIB, chunk=4 * MIB)
+    assert result.bytes_read == 16 * MIB and result.read_gbps > 0
+    assert "temp_file" not in result.notes
+    whole = probe_read(tmp_path, max_bytes=256 * MIB, min_file_bytes=32 * MIB)
+    assert whole.bytes_read == 40 * MIB  # a file smaller than the bound is read once
+
+
+def test_read_probe_writes_and_removes_a_temp_file_when_nothing_is_large(
+        tmp_path: Path) -> None:
+    (tmp_path / "small.gguf").write_bytes(b"GGUF" * 100)
+    result = probe_read(tmp_path, temp_bytes=8 * MIB)
+    assert result.bytes_read == 8 * MIB and "temp_file" in result.notes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.gguf"]
+
+
+def test_a_missing_model_folder_is_explained(tmp_path: Path) -> None:
+    missing = tmp_path / "gone"
+    inv = detect(model_dirs=[missing], sources=Sources(cache_dir=tmp_path / "c"))
+    (disk,) = inv.disks
+    assert not disk.measured and "folder_missing" in disk.notes
+
+
+def test_two_folders_on_one_disk_are_measured_once(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    inv = detect(model_dirs=[a, b], sources=Sources(cache_dir=tmp_path / "c"))
+    first, second = inv.disks
+    assert first.measured and second.measured
+    assert first.read_gbps == second.read_gbps and first.device == second.device

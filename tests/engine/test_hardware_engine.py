@@ -1,0 +1,96 @@
+"""The cross-check with the engine's device list: Apple, Intel, Vulkan-only, duplicates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.ggml_devices import EngineDevice, engine_devices
+from engine.hardware import Sources, detect
+from engine.hardware.apple import apple_gpu, gpu_share
+from engine.hardware.engine_devices import backend_of, cross_check, vendor_of
+from planner.inventory import Backend, Vendor
+from tests.engine.test_hardware_nvidia import FakeNvml, fake_sys_with_nvidia, rtx3060, rtx4090
+
+GIB = 2**30
+
+
+def test_the_real_engine_build_is_cross_checked() -> None:
+    # This machine's build is CPU-only: the engine adds no GPU and reports RAM like psutil.
+    devices = engine_devices()
+    assert any(d.kind == "cpu" for d in devices)
+    inv = detect(model_dirs=[], measure=False)
+    engine_gpus = [d for d in devices if d.kind in ("gpu", "igpu")]
+    assert len(inv.gpus) == len(engine_gpus)
+    assert "engine_ram_mismatch" not in inv.notes
+    assert "engine_devices_unavailable" not in inv.notes
+
+
+def test_apple_gpu_comes_from_the_metal_device() -> None:
+    share = 48 * GIB  # recommendedMaxWorkingSetSize of a 64 GB M2 Max
+    result = cross_check([], [EngineDevice(0, "MTL0", "Apple M2 Max", "gpu", share, share),
+                              EngineDevice(1, "CPU", "Apple M2 Max", "cpu", 0, 0)])
+    (gpu,) = result.gpus
+    assert (gpu.vendor, gpu.backend, gpu.engine_device) == (Vendor.APPLE, Backend.METAL, "MTL0")
+    assert gpu.unified_memory and gpu.total_bytes == share
+    assert gpu.bandwidth_gbps == 400 and "bandwidth_nominal" in gpu.notes
+
+
+def test_apple_estimate_is_replaced_by_the_engine_figures() -> None:
+    estimate = apple_gpu("Apple M3 Pro", ram_total=36 * GIB, ram_available=20 * GIB)
+    assert estimate.total_bytes == gpu_share(36 * GIB) == 24 * GIB
+    metal = EngineDevice(0, "MTL0", "Apple M3 Pro", "gpu", 27 * GIB, 27 * GIB)
+    (gpu,) = cross_check([estimate], [metal]).gpus
+    assert gpu.engine_device == "MTL0" and gpu.total_bytes == 27 * GIB
+    assert "gpu_share_estimated" not in gpu.notes
+
+
+def test_gpu_share_is_larger_on_big_macs() -> None:
+    assert gpu_share(16 * GIB) / (16 * GIB) < gpu_share(128 * GIB) / (128 * GIB)
+
+
+def test_intel_arc_on_vulkan_is_added_from_the_engine() -> None:
+    arc = EngineDevice(0, "Vulkan0", "Intel(R) Arc(TM) A770 Graphics (DG2)", "gpu",
+                       15 * GIB, 16 * GIB)
+    igpu = EngineDevice(1, "Vulkan1", "Intel(R) UHD Graphics 770 (ADL-S GT1)", "igpu",
+                        30 * GIB, 32 * GIB)
+    a, b = cross_check([], [arc, igpu]).gpus
+    assert (a.vendor, a.backend, a.bandwidth_gbps) == (Vendor.INTEL, Backend.VULKAN, 560)
+    assert not a.unified_memory and "seen_by_engine_only" in a.notes
+    assert b.unified_memory and "bandwidth_unknown" in b.notes
+    assert (a.index, b.index) == (0, 1)
+
+
+def test_nvidia_on_a_vulkan_build_keeps_its_nvml_figures(tmp_path: Path) -> None:
+    big, small = rtx4090(), rtx3060()
+    vulkan = [EngineDevice(0, "Vulkan0", "NVIDIA GeForce RTX 3060", "gpu", small.free,
+                           small.total),
+              EngineDevice(1, "Vulkan1", "NVIDIA GeForce RTX 4090", "gpu", big.free,
+                           big.total)]
+    inv = detect(model_dirs=[], measure=False, sources=Sources(
+        nvml=FakeNvml([big, small]), sys_root=fake_sys_with_nvidia(tmp_path, 2),
+        engine_devices=lambda: vulkan))
+    assert [(g.engine_device, g.name) for g in inv.gpus] == [
+        ("Vulkan0", small.name), ("Vulkan1", big.name)]
+    assert all(g.backend is Backend.VULKAN and "engine_backend_vulkan" in g.notes
+               for g in inv.gpus)
+    assert inv.gpus[1].bandwidth_gbps > 1000  # NVML's driver peak, not a default
+
+
+def test_a_gpu_missing_from_the_engine_is_noted() -> None:
+    from engine.hardware import nvidia
+
+    found = nvidia.probe(FakeNvml([rtx4090(), rtx3060()])).gpus
+    only_one = [EngineDevice(0, "CUDA0", "NVIDIA GeForce RTX 4090", "gpu", 20 * GIB, 24 * GIB)]
+    result = cross_check(found, only_one)
+    assert [g.engine_device for g in result.gpus] == ["CUDA0", ""]
+    assert "not_seen_by_engine" in result.gpus[1].notes
+
+
+def test_device_names_map_to_backends_and_vendors() -> None:
+    assert backend_of("CUDA1") is Backend.CUDA
+    assert backend_of("ROCm0") is Backend.ROCM
+    assert backend_of("MTL0") is Backend.METAL
+    assert backend_of("RPC[192.168.1.5:50052]") is Backend.RPC
+    assert backend_of("BLAS") is None
+    assert vendor_of("AMD Radeon RX 7900 XTX (RADV NAVI31)") is Vendor.AMD
+    assert vendor_of("llvmpipe (LLVM 17.0.6, 256 bits)") is Vendor.OTHER

@@ -1,0 +1,167 @@
+"""Real detection on this machine: host figures agree with /proc, probes are cached,
+cancellation works, and ``loadout detect --json`` is a rig file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from engine.errors import DetectionCancelled
+from engine.hardware import Sources, detect
+from engine.hardware.bandwidth import host_bandwidth
+from engine.hardware.cache import FILE_NAME, ProbeCache, fingerprint
+from engine.hardware.host import cpu_model, isa_flags, numa_nodes
+from engine.hardware.probe import DEFAULT_HOST_BANDWIDTH_GBPS
+from planner.inventory import Inventory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _meminfo() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        out[key] = int(rest.split()[0]) * 1024
+    return out
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    """One real, measuring detection for the module (probes cost about a second)."""
+    cache = tmp_path_factory.mktemp("probe-cache")
+    models = tmp_path_factory.mktemp("models")
+    return detect(model_dirs=[models], sources=Sources(cache_dir=cache))
+
+
+def test_host_agrees_with_proc(measured: Inventory) -> None:
+    host, mem = measured.host, _meminfo()
+    assert host.ram_total_bytes == mem["MemTotal"]
+    assert abs(host.ram_available_bytes - mem["MemAvailable"]) < 0.1 * mem["MemTotal"]
+    assert host.ram_available_bytes <= host.ram_total_bytes
+    assert host.threads == len(os.sched_getaffinity(0))
+    assert 1 <= host.cores <= host.threads
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    assert host.cpu == re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M).group(1).strip()
+    flags = set(re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M).group(1).split())
+    assert ("AVX2" in host.isa) == ("avx2" in flags)
+    assert ("AVX512" in host.isa) == ("avx512f" in flags)
+    nodes = len(list(Path("/sys/devices/system/node").glob("node[0-9]*")))
+    assert host.numa_nodes == max(1, nodes)
+
+
+def test_host_bandwidth_is_measured_and_plausible(measured: Inventory) -> None:
+    assert "bandwidth_gbps" in measured.host.measured
+    assert 1.0 < measured.host.bandwidth_gbps < 2000.0
+
+
+def test_model_folder_disk_is_measured(measured: Inventory) -> None:
+    (disk,) = measured.disks
+    assert disk.measured and 0.001 < disk.read_gbps < 100.0
+    assert "temp_file" in disk.notes  # an empty folder: a temporary file was read
+    assert list(Path(disk.path).iterdir()) == []  # ... and removed
+
+
+def test_detect_json_round_trips(measured: Inventory) -> None:
+    doc = json.loads(json.dumps(measured.to_json()))
+    assert Inventory.from_json(doc) == measured
+
+
+def test_second_detect_uses_the_cache_and_remeasure_refreshes(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    sources = Sources(cache_dir=tmp_path / "cache")
+    first = detect(model_dirs=[models], sources=sources)
+    saved = json.loads((tmp_path / "cache" / FILE_NAME).read_text())
+    assert saved["host"]["bandwidth_gbps"] == first.host.bandwidth_gbps
+    second = detect(model_dirs=[models], measure=False, sources=sources)
+    assert second.host.bandwidth_gbps == first.host.bandwidth_gbps
+    assert second.disks[0].read_gbps == first.disks[0].read_gbps
+    assert second.disks[0].measured and "bandwidth_gbps" in second.host.measured
+    # A planted figure proves the next detect reads the cache instead of measuring ...
+    saved["host"]["bandwidth_gbps"] = 12345.0
+    (tmp_path / "cache" / FILE_NAME).write_text(json.dumps(saved))
+    assert detect(model_dirs=[], sources=sources).host.bandwidth_gbps == 12345.0
+    # ... and that remeasure does not.
+    again = detect(model_dirs=[], remeasure=True, sources=sources)
+    assert again.host.bandwidth_gbps != 12345.0
+    assert json.loads((tmp_path / "cache" / FILE_NAME).read_text())["host"][
+        "bandwidth_gbps"] == again.host.bandwidth_gbps
+
+
+def test_cache_of_another_machine_is_ignored(tmp_path: Path) -> None:
+    ProbeCache("someone-else", host={"bandwidth_gbps": 999.0}).save(tmp_path)
+    assert ProbeCache.load(tmp_path, "this-one").host == {}
+    (tmp_path / FILE_NAME).write_text("{not json")
+    assert ProbeCache.load(tmp_path, "this-one").host == {}
+    a = fingerprint("cpu", 8, 64 * 2**30, [("RTX 4090", 24 * 2**30)])
+    assert a == fingerprint("cpu", 8, 64 * 2**30 + 5, [("RTX 4090", 24 * 2**30)])
+    assert a != fingerprint("cpu", 8, 64 * 2**30, [("RTX 3090", 24 * 2**30)])
+
+
+def test_without_measuring_figures_are_nominal_and_say_so(tmp_path: Path) -> None:
+    inv = detect(model_dirs=[tmp_path], measure=False,
+                 sources=Sources(cache_dir=tmp_path / "empty-cache"))
+    assert inv.host.bandwidth_gbps == DEFAULT_HOST_BANDWIDTH_GBPS
+    assert "bandwidth_gbps" not in inv.host.measured
+    assert "host_bandwidth_default" in inv.notes
+    assert not inv.disks[0].measured and "read_nominal" in inv.disks[0].notes
+    assert not (tmp_path / "empty-cache" / FILE_NAME).exists()
+
+
+def test_progress_is_reported_in_order_and_cancel_stops(tmp_path: Path) -> None:
+    steps: list[tuple[str, float]] = []
+    detect(model_dirs=[], measure=False, progress=lambda s, f: steps.append((s, f)),
+           sources=Sources(cache_dir=tmp_path))
+    fractions = [f for _, f in steps]
+    assert fractions == sorted(fractions) and steps[0][1] == 0.0 and steps[-1] == ("done", 1.0)
+    flag = threading.Event()
+
+    def cancel_at_engine(step: str, fraction: float) -> None:
+        if step == "engine":
+            flag.set()
+
+    with pytest.raises(DetectionCancelled):
+        detect(model_dirs=[], progress=cancel_at_engine, cancel=flag,
+               sources=Sources(cache_dir=tmp_path))
+    assert not (tmp_path / FILE_NAME).exists()  # nothing measured, nothing cached
+
+
+def test_host_probe_stops_early_when_cancelled() -> None:
+    import time
+
+    start = time.perf_counter()
+    gbps = host_bandwidth(1, size_bytes=32 * 2**20, budget_s=30.0, cancelled=lambda: True)
+    assert gbps > 0 and time.perf_counter() - start < 5.0
+
+
+def test_cpuinfo_parsing_for_arm_and_numa(tmp_path: Path) -> None:
+    arm = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes asimddp sve i8mm\n" \
+          "CPU implementer\t: 0x41\nModel\t: Raspberry Pi 5 Model B Rev 1.0\n"
+    assert isa_flags(arm) == ("NEON", "DOTPROD", "I8MM", "SVE")
+    assert cpu_model(arm) == "Raspberry Pi 5 Model B Rev 1.0"
+    node = tmp_path / "devices" / "system" / "node"
+    node.mkdir(parents=True)
+    (node / "has_memory").write_text("0-1,3\n")
+    assert numa_nodes(tmp_path) == 3
+    assert numa_nodes(tmp_path / "nowhere") == 1
+
+
+def test_cli_detect_json_is_a_rig_file_and_text_is_readable(tmp_path: Path) -> None:
+    env = {**os.environ, "LOADOUT_HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "loadout", "detect", "--no-measure"]
+    out = subprocess.run([*cmd, "--json"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120, check=True)
+    doc = json.loads(out.stdout)
+    assert Inventory.from_json(doc).to_json() == doc
+    assert doc["host"]["ram_total_bytes"] == _meminfo()["MemTotal"]
+    text = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120, check=True).stdout
+    assert doc["host"]["cpu"] in text and "GPUs: none" in text
+    assert f"Disk {tmp_path / 'models'}" in text
