@@ -132,8 +132,8 @@ class _Cursor:
     def string(self, what: str) -> str:
         n = self.u64()
         if n > MAX_STRING or n > self.remaining():
-            raise GGUFError(f"{what}: string length {n} is absurd "
-                            f"({self.remaining()} bytes left in the file)")
+            raise GGUFError(f"{what}: string length {n} does not fit in the "
+                            f"{self.remaining()} bytes left (truncated or corrupt file)")
         return self.take(n).decode("utf-8", errors="replace")
 
     def skip_strings(self, count: int) -> None:
@@ -173,8 +173,8 @@ def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
         if item not in _SCALARS and item != _STRING:
             raise GGUFError(f"metadata '{key}': array of unknown value type {item}")
         if count > MAX_ARRAY or count * min_size > cur.remaining():
-            raise GGUFError(f"metadata '{key}': array length {count} is absurd "
-                            f"({cur.remaining()} bytes left in the file)")
+            raise GGUFError(f"metadata '{key}': array length {count} does not fit in the "
+                            f"{cur.remaining()} bytes left (truncated or corrupt file)")
         if item == _STRING:
             cur.skip_strings(count)
             return ArrayInfo(item, count)

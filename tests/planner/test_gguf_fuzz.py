@@ -1,0 +1,103 @@
+"""Fuzzing the header reader: any bytes give a profile or a one-line PlannerError, fast."""
+
+from __future__ import annotations
+
+import struct
+import time
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.errors import PlannerError
+from planner.gguf import read_profile
+from planner.profile import ModelProfile
+from tests.helpers.gguf_factory import Shape, write_qwen3moe
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A small, valid qwen3moe header (data left as a hole)."""
+    path = write_qwen3moe(tmp_path_factory.mktemp("fuzz") / "seed.gguf",
+                          Shape(n_layers=1, n_vocab=300, n_expert=4, n_expert_used=2,
+                                n_ff_exp=32), header_only=True)
+    return path.read_bytes()
+
+
+def _read(data: bytes) -> ModelProfile | PlannerError:
+    start = time.perf_counter()
+    try:
+        result: ModelProfile | PlannerError = read_profile(
+            lambda offset, size: data[offset:offset + size], len(data))
+    except PlannerError as exc:
+        assert "\n" not in str(exc) and str(exc)
+        result = exc
+    assert time.perf_counter() - start < 1.0
+    return result
+
+
+_settings = settings(max_examples=150, deadline=2000,
+                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_settings
+@given(st.data())
+def test_mutated_headers_fail_cleanly(seed: bytes, data: st.DataObject) -> None:
+    buf = bytearray(seed)
+    header_end = min(len(buf), 16000)
+    for _ in range(data.draw(st.integers(1, 8))):
+        pos = data.draw(st.integers(0, header_end - 8))
+        kind = data.draw(st.sampled_from(["byte", "u64", "u32"]))
+        if kind == "byte":
+            buf[pos] = data.draw(st.integers(0, 255))
+        elif kind == "u64":
+            buf[pos:pos + 8] = struct.pack("<Q", data.draw(st.integers(0, 2**64 - 1)))
+        else:
+            buf[pos:pos + 4] = struct.pack("<I", data.draw(st.integers(0, 2**32 - 1)))
+    _read(bytes(buf))
+
+
+@_settings
+@given(cut=st.integers(0, 20000))
+def test_truncated_headers_fail_cleanly(seed: bytes, cut: int) -> None:
+    result = _read(seed[:cut % len(seed)])
+    assert isinstance(result, PlannerError)
+
+
+@_settings
+@given(st.binary(min_size=0, max_size=4096))
+def test_random_bytes_fail_cleanly(blob: bytes) -> None:
+    assert isinstance(_read(blob), PlannerError)
+
+
+@_settings
+@given(st.binary(min_size=20, max_size=400))
+def test_random_bytes_after_a_valid_prefix_fail_cleanly(blob: bytes) -> None:
+    _read(b"GGUF" + struct.pack("<I", 3) + blob)
+
+
+def test_hostile_header_allocates_little(seed: bytes) -> None:
+    # a 2 GB "file" whose header claims a 1.9 GB string: refused without reading it
+    big = 2_000_000_000
+    key = b"general.name"
+    head = (b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key
+            + struct.pack("<IQ", 8, big - 100))
+
+    def read_at(offset: int, size: int) -> bytes:
+        chunk = head[offset:offset + size]
+        return chunk + b"\0" * (min(size, big - offset) - len(chunk))
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(PlannerError):
+            read_profile(read_at, big)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024
+
+
+def test_seed_itself_reads(seed: bytes) -> None:
+    result = _read(seed)
+    assert isinstance(result, ModelProfile) and result.architecture == "qwen3moe"
