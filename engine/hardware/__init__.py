@@ -33,7 +33,7 @@ from engine.hardware.probe import DEFAULT_HOST_BANDWIDTH_GBPS, CancelFlag, Probe
 from engine.hardware.sysfs import NVIDIA_PCI_VENDOR, pci_displays
 from planner.inventory import Disk, Gpu, Host, Inventory, Vendor
 
-__all__ = ["DetectionCancelled", "Progress", "Sources", "detect"]
+__all__ = ["DetectionCancelled", "Progress", "Sources", "detect", "refresh"]
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,46 @@ def detect(*, model_dirs: Sequence[Path] | None = None, measure: bool = True,
         cache.save(cache_dir)
     run.step("done", 1.0)
     return Inventory(gpus=tuple(gpus), host=host, disks=tuple(disks), notes=tuple(run.notes))
+
+
+def refresh(inventory: Inventory, *, sources: Sources | None = None) -> Inventory:
+    """Re-read free memory (GPUs and RAM) just before a load; measure nothing.
+
+    GPUs are matched by PCI bus id, then engine device name, then name. A GPU that is no
+    longer there keeps its place but gets 0 free bytes and the note ``gpu_disappeared``
+    (and ``gpu_disappeared:N`` in the inventory notes), so a plan made now leaves it off.
+    """
+    src = sources or Sources()
+    run = _Run(None, None)
+    host = probe_host(src.proc_root, src.sys_root)
+    fresh = _with_engine(_vendor_gpus(src, host, run), src, host, run)
+    pool = list(fresh)
+    gpus: list[Gpu] = []
+    for old in inventory.gpus:
+        now = next((g for g in pool if _same_device(old, g)), None)
+        if now is None:
+            run.notes.append(f"gpu_disappeared:{old.index}")
+            notes = old.notes if "gpu_disappeared" in old.notes else \
+                (*old.notes, "gpu_disappeared")
+            gpus.append(replace(old, free_bytes=0, notes=notes))
+            continue
+        pool.remove(now)
+        gpus.append(replace(old, free_bytes=min(now.free_bytes, old.total_bytes),
+                            other_process_bytes=now.other_process_bytes))
+    new_host = replace(inventory.host,
+                       ram_available_bytes=min(host.ram_available_bytes,
+                                               inventory.host.ram_total_bytes))
+    kept = [n for n in inventory.notes if not n.startswith("gpu_disappeared:")]
+    return replace(inventory, gpus=tuple(gpus), host=new_host,
+                   notes=(*kept, *(n for n in run.notes if n.startswith("gpu_disappeared:"))))
+
+
+def _same_device(old: Gpu, new: Gpu) -> bool:
+    if old.pci_bus_id and new.pci_bus_id:
+        return old.pci_bus_id == new.pci_bus_id and old.name == new.name
+    if old.engine_device and new.engine_device:
+        return old.engine_device == new.engine_device and old.name == new.name
+    return old.name == new.name and old.total_bytes == new.total_bytes
 
 
 def _vendor_gpus(src: Sources, host: Host, run: _Run) -> list[Gpu]:

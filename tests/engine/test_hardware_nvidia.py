@@ -310,3 +310,23 @@ def test_pynvml_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
     assert nvidia.probe().notes == ("nvml_not_installed",)
+
+
+def test_refresh_before_a_load_sees_a_gpu_that_disappeared(tmp_path: Path) -> None:
+    from engine.hardware import refresh
+
+    big, small = rtx4090(), rtx3060()
+    fake = FakeNvml([big, small])
+    sources = Sources(nvml=fake, sys_root=fake_sys_with_nvidia(tmp_path, 2),
+                      engine_devices=lambda: cuda_devices(big, small))
+    inv = detect(model_dirs=[], measure=False, sources=sources)
+    assert [g.free_bytes for g in inv.gpus] == [23 * GIB, 11 * GIB]
+    big.free = 10 * GIB          # another program took 13 GB
+    small.lost = True            # and the 3060 fell off the bus
+    later = refresh(inv, sources=Sources(nvml=fake, sys_root=sources.sys_root,
+                                         engine_devices=lambda: cuda_devices(big)))
+    assert [g.name for g in later.gpus] == [g.name for g in inv.gpus]  # places kept
+    assert later.gpus[0].free_bytes == 10 * GIB
+    assert later.gpus[1].free_bytes == 0 and "gpu_disappeared" in later.gpus[1].notes
+    assert "gpu_disappeared:1" in later.notes
+    assert later.host.bandwidth_gbps == inv.host.bandwidth_gbps  # nothing re-measured
