@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 SPLIT_MODES = ("none", "layer", "row")
 FLASH_ATTN = ("auto", "on", "off")
 KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# ggml_type ids, as llama-cpp-python's ``Llama(type_k=...)`` takes them
+GGML_TYPE_IDS = {0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0",
+                 20: "iq4_nl", 30: "bf16"}
 
 
 def default_threads() -> int:
@@ -132,8 +135,10 @@ def _coerce(key: str, value: Any) -> Any:
         return tuple(float(x) for x in (value or ()))
     if key == "tensor_overrides":
         return tuple((str(p), str(d)) for p, d in (value or ()))
-    if key in ("type_k", "type_v") and isinstance(value, str):
-        return value.lower()
+    if key in ("type_k", "type_v"):
+        if isinstance(value, int):
+            return GGML_TYPE_IDS.get(value, str(value))
+        return str(value).lower()
     if key == "split_mode" and isinstance(value, int):
         return SPLIT_MODES[value]
     return value
@@ -170,3 +175,65 @@ def load_with_replan(
             last = exc
     assert last is not None
     raise last
+
+
+@dataclass(frozen=True)
+class PlannedLaunch:
+    """A spec to load, and the Plan it came from (its JSON), when the planner ran."""
+
+    spec: LaunchSpec
+    plan: dict[str, Any] | None
+    note: str = ""
+
+    @property
+    def predicted(self) -> dict[str, Any] | None:
+        """The Plan's ``predicted`` speeds, if there is a Plan."""
+        return dict(self.plan["predicted"]) if self.plan else None
+
+
+def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
+                prompt_tokens: int = 512, n_threads: int | None = None,
+                overrides: Mapping[str, Any] | None = None) -> PlannedLaunch:
+    """Plan the model on this machine and return the spec of that Plan.
+
+    ``overrides`` use the planner's request names (``n_gpu_layers``, ``n_cpu_moe``,
+    ``tensor_split``, ``kv_type``). When the planner is unavailable or fails, a default
+    spec (everything on the engine's default device, f16 KV) is returned with a note.
+    """
+    pins = {k: v for k, v in (overrides or {}).items() if v is not None}
+    try:
+        from engine.gguf_file import load_profile
+        from engine.hardware import detect
+        from planner.plan import plan
+        from planner.request import Request
+
+        request = Request(context=context, parallel=parallel, prompt_tokens=prompt_tokens,
+                          **pins)
+        the_plan = plan(detect(measure=False), load_profile(model_path), request)
+        doc = the_plan.to_json()
+        spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine)
+        if n_threads:
+            spec = spec.with_changes(n_threads=n_threads, n_threads_batch=n_threads)
+        return PlannedLaunch(spec, doc)
+    except Exception as exc:  # the default path must keep working while the planner grows
+        log.warning("planning failed (%s: %s); using the default launch", type(exc).__name__,
+                    exc)
+        return PlannedLaunch(_default_spec(model_path, context, parallel, n_threads, pins),
+                             None, note=f"not planned: {type(exc).__name__}: {exc}")
+
+
+def _default_spec(model_path: str, context: int, parallel: int, n_threads: int | None,
+                  pins: Mapping[str, Any]) -> LaunchSpec:
+    changes: dict[str, Any] = {"n_ctx": context * parallel, "n_seq_max": parallel}
+    if n_threads:
+        changes["n_threads"] = changes["n_threads_batch"] = n_threads
+    if pins.get("n_gpu_layers") is not None:
+        changes["n_gpu_layers"] = int(pins["n_gpu_layers"])
+    if pins.get("tensor_split"):
+        changes["tensor_split"] = tuple(float(x) for x in pins["tensor_split"])
+    if pins.get("kv_type"):
+        changes["type_k"] = changes["type_v"] = str(pins["kv_type"]).lower()
+    if pins.get("n_cpu_moe"):
+        layers = "|".join(str(i) for i in range(int(pins["n_cpu_moe"])))
+        changes["tensor_overrides"] = ((rf"^blk\.({layers})\.ffn_(up|down|gate)_exps", "CPU"),)
+    return LaunchSpec(model_path=model_path, **changes)

@@ -36,6 +36,7 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     grammar: str | None = None
     loop_guard: str = "stop"
+    ignore_eos: bool = False  # benchmarks: always generate max_tokens
 
     def __post_init__(self) -> None:
         if self.loop_guard not in LOOP_GUARD_MODES:

@@ -184,7 +184,7 @@ class Scheduler:
         token = slot.sampler.sample(self.ctx.ptr, slot.logits_index)
         slot.timer.token()
         slot.generated += 1
-        if self.vocab.is_eog(token):
+        if self.vocab.is_eog(token) and not slot.params.ignore_eos:
             self._finish(slot, "stop", token_ids=(token,))
             return
         assert slot.detok is not None

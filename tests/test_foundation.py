@@ -54,13 +54,18 @@ def test_demo_model_is_found_without_importing_its_package(demo_model: Path) -> 
 
 
 def test_demo_model_answers_paris(demo_model: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from engine.quickchat import QuickChat
+    from engine.launch import LaunchSpec
+    from engine.requests import GenerationRequest, SamplingParams
+    from engine.runtime import Engine
 
-    with caplog.at_level(logging.INFO, logger="llama.cpp"):
-        chat = QuickChat(demo_model, n_ctx=1024)
-        answer = "".join(chat.ask(QUESTION, max_tokens=24, temperature=0.0))
+    with caplog.at_level(logging.INFO, logger="llama.cpp"), \
+            Engine(LaunchSpec(str(demo_model), n_ctx=1024)) as engine:
+        final = engine.submit(GenerationRequest(
+            messages=({"role": "user", "content": QUESTION},),
+            params=SamplingParams(temperature=0.0, max_tokens=24))).result(timeout=120)
+    answer = final.text
     assert "Paris" in answer
-    metrics = chat.last_metrics
+    metrics = final.metrics
     assert metrics is not None and metrics.generated_tokens > 1
     assert metrics.decode_tps is not None and metrics.decode_tps > 0
     # llama.cpp's own log reaches Python logging (the memory model reads it there)

@@ -7,44 +7,135 @@ import sys
 from typing import Any
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("chat", help="terminal chat with a model, streaming, with speeds")
+def add_launch_arguments(p: argparse.ArgumentParser, ctx_default: int = 4096) -> None:
+    """MODEL and the llama.cpp-named overrides shared by ``chat`` and ``bench``."""
     p.add_argument("model", nargs="?", default="demo",
                    help="a .gguf path, 'demo' (default) or hf:OWNER/REPO/FILE.gguf")
-    p.add_argument("--ctx", type=int, default=4096, help="context per chat (tokens)")
+    p.add_argument("--ctx", type=int, default=ctx_default, help="context (tokens)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads (default: the physical cores)")
+    p.add_argument("--ngl", type=int, default=None, help="layers on the GPU (llama.cpp -ngl)")
+    p.add_argument("--n-cpu-moe", type=int, default=None,
+                   help="expert tensors of the first N layers stay in RAM")
+    p.add_argument("--tensor-split", default=None, metavar="A,B,..",
+                   help="share of the layers per GPU")
+    p.add_argument("--kv-type", default=None, help="KV cache type: f16, q8_0 or q4_0")
+    p.add_argument("--no-plan", action="store_true",
+                   help="skip the planner and load with the default launch parameters")
+
+
+def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512) -> Any:
+    """Resolve MODEL and plan it (or the default launch); returns a ``PlannedLaunch``."""
+    from engine.launch import PlannedLaunch, _default_spec, plan_launch
+    from engine.models import resolve_local_model
+
+    path = str(resolve_local_model(args.model))
+    overrides: dict[str, Any] = {
+        "n_gpu_layers": args.ngl, "n_cpu_moe": args.n_cpu_moe, "kv_type": args.kv_type,
+        "tensor_split": tuple(float(x) for x in args.tensor_split.split(","))
+        if args.tensor_split else None}
+    if args.no_plan:
+        spec = _default_spec(path, args.ctx, 1, args.threads,
+                             {k: v for k, v in overrides.items() if v is not None})
+        return PlannedLaunch(spec, None, note="not planned: --no-plan")
+    return plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
+                       n_threads=args.threads, overrides=overrides)
+
+
+def load_engine(launch: Any) -> Any:
+    """Load the engine, with a load-progress line on stderr."""
+    from pathlib import Path
+
+    from engine.runtime import Engine
+
+    name = Path(launch.spec.model_path).name
+    shown = [-1]
+
+    def progress(fraction: float) -> bool:
+        percent = int(fraction * 100)
+        if percent // 10 != shown[0] // 10 and sys.stderr.isatty():
+            print(f"\rloading {name} ... {percent:3d}%", end="", file=sys.stderr, flush=True)
+        shown[0] = percent
+        return True
+
+    engine = Engine(launch.spec, progress=progress)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print(f"loaded {name} in {engine.load_seconds:.2f} s "
+          f"({engine.n_ctx_per_seq} tokens of context)", file=sys.stderr, flush=True)
+    return engine
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("chat", help="terminal chat with a model, streaming, with speeds")
+    add_launch_arguments(p)
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument("--system", default=None, help="system prompt")
+    p.add_argument("--loop-guard", choices=("stop", "retry", "off"), default="retry",
+                   help="what to do when the answer degenerates into a loop")
     p.add_argument("-p", "--prompt", default=None,
                    help="ask this one question, print the answer and exit")
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.models import resolve_local_model
-    from engine.quickchat import QuickChat
+    from engine.requests import GenerationRequest, SamplingParams
 
-    path = resolve_local_model(args.model)
-    print(f"loading {path.name} ...", file=sys.stderr, flush=True)
-    chat = QuickChat(path, n_ctx=args.ctx, system=args.system)
+    launch = planned_launch(args)
+    if launch.note:
+        print(launch.note, file=sys.stderr)
+    engine = load_engine(launch)
+    params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens,
+                            loop_guard=args.loop_guard)
+    messages: list[dict[str, str]] = []
+    if args.system:
+        messages.append({"role": "system", "content": args.system})
     questions = [args.prompt] if args.prompt else None
-    interactive = questions is None
-    if interactive:
+    if questions is None:
         print("Type a message and press Enter; an empty line or Ctrl-D quits.", file=sys.stderr)
-    while True:
-        if questions is not None:
-            if not questions:
+    try:
+        while True:
+            text = _next_question(questions)
+            if text is None:
                 return 0
-            text = questions.pop(0)
-        else:
+            messages.append({"role": "user", "content": text})
+            handle = engine.submit(GenerationRequest(messages=tuple(messages), params=params))
+            answer = []
             try:
-                text = input("you> ")
-            except EOFError:
-                print(file=sys.stderr)
-                return 0
-            if not text.strip():
-                return 0
-        for piece in chat.ask(text, max_tokens=args.max_tokens, temperature=args.temperature):
-            sys.stdout.write(piece)
-            sys.stdout.flush()
-        sys.stdout.write("\n")
-        print(chat.last_speed_line(), file=sys.stderr, flush=True)
+                for chunk in handle:
+                    sys.stdout.write(chunk.text)
+                    sys.stdout.flush()
+                    answer.append(chunk.text)
+            except KeyboardInterrupt:
+                handle.cancel()
+            final = handle.result()
+            sys.stdout.write("\n")
+            messages.append({"role": "assistant", "content": "".join(answer)})
+            _report(final)
+    finally:
+        engine.close()
+
+
+def _next_question(questions: list[str] | None) -> str | None:
+    if questions is not None:
+        return questions.pop(0) if questions else None
+    try:
+        text = input("you> ")
+    except EOFError:
+        print(file=sys.stderr)
+        return None
+    return text if text.strip() else None
+
+
+def _report(final: Any) -> None:
+    notes = []
+    if final.loop_guard == "stopped":
+        notes.append("stopped: the answer was looping")
+    elif final.loop_guard == "retried":
+        notes.append("the answer started looping; continued with stronger penalties")
+    if final.finish_reason == "length":
+        notes.append("cut at --max-tokens")
+    if final.error:
+        notes.append(f"error: {final.error}")
+    line = final.metrics.speed_line()
+    print(line + ("" if not notes else " | " + "; ".join(notes)), file=sys.stderr, flush=True)

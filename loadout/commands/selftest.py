@@ -19,7 +19,9 @@ def engine_build() -> str:
 
 def run(args: argparse.Namespace) -> int:
     from engine.demo import demo_model_path
-    from engine.quickchat import QuickChat
+    from engine.launch import LaunchSpec
+    from engine.requests import GenerationRequest, SamplingParams
+    from engine.runtime import Engine
 
     try:
         print(engine_build())
@@ -30,14 +32,17 @@ def run(args: argparse.Namespace) -> int:
                   f"{dev.free_bytes / 2**30:.1f} of {dev.total_bytes / 2**30:.1f} GiB free)")
         path = demo_model_path()
         print(f"demo model: {path}")
-        chat = QuickChat(path, n_ctx=2048)
-        answer = "".join(chat.ask(QUESTION, max_tokens=32, temperature=0.0))
+        with Engine(LaunchSpec(str(path), n_ctx=2048)) as engine:
+            print(f"loaded in {engine.load_seconds:.2f} s")
+            final = engine.submit(GenerationRequest(
+                messages=({"role": "user", "content": QUESTION},),
+                params=SamplingParams(temperature=0.0, max_tokens=32))).result(timeout=120)
     except Exception as exc:  # the self-test reports every failure as a verdict
         print(f"self-test FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    print(f"Q: {QUESTION}\nA: {answer.strip()}")
-    print(chat.last_speed_line())
-    if "paris" not in answer.lower():
+    print(f"Q: {QUESTION}\nA: {final.text.strip()}")
+    print(final.metrics.speed_line())
+    if "paris" not in final.text.lower():
         print("self-test FAILED: the answer does not mention Paris", file=sys.stderr)
         return 1
     print("self-test passed")

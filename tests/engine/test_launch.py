@@ -42,6 +42,12 @@ def test_spec_from_plan_engine_uses_llama_cpp_names() -> None:
     assert spec.tensor_split == (1.0, 1.0)
     with pytest.raises(ValueError):
         LaunchSpec("/m.gguf", split_mode="diagonal")
+    # llama-cpp-python's own spellings: ggml type ids, split mode numbers, null lists
+    spec = LaunchSpec.from_plan_engine("/m.gguf", {"type_k": 8, "type_v": 1, "split_mode": 0,
+                                                   "tensor_split": None,
+                                                   "tensor_overrides": []})
+    assert (spec.type_k, spec.type_v, spec.split_mode) == ("q8_0", "f16", "none")
+    assert spec.tensor_split == () and spec.tensor_overrides == ()
 
 
 def test_every_overridden_expert_tensor_is_placed_by_llama_cpp(moe_gguf: Path) -> None:
