@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QLibraryInfo, QLocale, QTranslator
+from PySide6.QtCore import QCoreApplication, QEvent, QLibraryInfo, QLocale, QTranslator
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,9 @@ class LanguageSwitcher:
                 self._translators.append(qt_own)
         for translator in self._translators:
             app.installTranslator(translator)
+        # Qt posts LanguageChange to every window; deliver it now, so that every text is
+        # in the new language when this returns.
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LanguageChange)
         self.language = language if ok else "en"
         log.info("language %s", self.language)
         return ok

@@ -106,8 +106,11 @@ class MainWindow(QMainWindow):
 
         self.status_engine, self.status_model = QLabel(), QLabel()
         self.status_decode, self.status_vram, self.status_ram = QLabel(), QLabel(), QLabel()
-        for label in (self.status_engine, self.status_model, self.status_decode,
-                      self.status_vram, self.status_ram):
+        for name, label in (("statusEngine", self.status_engine),
+                            ("statusModel", self.status_model),
+                            ("statusDecode", self.status_decode),
+                            ("statusVram", self.status_vram), ("statusRam", self.status_ram)):
+            label.setObjectName(name)
             self.statusBar().addPermanentWidget(label)
         self._ram_timer = QTimer(self)
         self._ram_timer.setInterval(2000)

@@ -5,952 +5,956 @@
     <name>ChatPage</name>
     <message>
         <source>Chat</source>
-        <translation type="unfinished"></translation>
+        <translation>聊天</translation>
     </message>
     <message>
         <source>Load a model from the Plan page to chat with it here. Until then, `loadout chat MODEL` chats in a terminal with the same engine.</source>
-        <translation type="unfinished"></translation>
+        <translation>在“计划”页加载模型后即可在此聊天。在此之前，可用 `loadout chat MODEL` 在终端中以同一引擎聊天。</translation>
     </message>
 </context>
 <context>
     <name>Codes</name>
     <message>
         <source>Main</source>
-        <translation type="unfinished"></translation>
+        <translation>主卡</translation>
     </message>
     <message>
         <source>Helper</source>
-        <translation type="unfinished"></translation>
+        <translation>辅助</translation>
     </message>
     <message>
         <source>Off</source>
-        <translation type="unfinished"></translation>
+        <translation>关闭</translation>
     </message>
     <message>
         <source>NVMe SSD</source>
-        <translation type="unfinished"></translation>
+        <translation>NVMe 固态硬盘</translation>
     </message>
     <message>
         <source>SSD</source>
-        <translation type="unfinished"></translation>
+        <translation>固态硬盘</translation>
     </message>
     <message>
         <source>Hard disk</source>
-        <translation type="unfinished"></translation>
+        <translation>机械硬盘</translation>
     </message>
     <message>
         <source>Unknown</source>
-        <translation type="unfinished"></translation>
+        <translation>未知</translation>
     </message>
     <message>
         <source>Chat</source>
-        <translation type="unfinished"></translation>
+        <translation>聊天</translation>
     </message>
     <message>
         <source>Code</source>
-        <translation type="unfinished"></translation>
+        <translation>编程</translation>
     </message>
     <message>
         <source>Agent / tools</source>
-        <translation type="unfinished"></translation>
+        <translation>智能体 / 工具调用</translation>
     </message>
     <message>
         <source>Math</source>
-        <translation type="unfinished"></translation>
+        <translation>数学</translation>
     </message>
     <message>
         <source>Creative writing</source>
-        <translation type="unfinished"></translation>
+        <translation>创意写作</translation>
     </message>
     <message>
         <source>Automatic</source>
-        <translation type="unfinished"></translation>
+        <translation>自动</translation>
     </message>
     <message>
         <source>N-gram</source>
-        <translation type="unfinished"></translation>
+        <translation>N 元语法</translation>
     </message>
     <message>
         <source>Draft model</source>
-        <translation type="unfinished"></translation>
+        <translation>草稿模型</translation>
     </message>
     <message>
         <source>MTP heads</source>
-        <translation type="unfinished"></translation>
+        <translation>MTP 预测头</translation>
     </message>
     <message>
         <source>f16 (full)</source>
-        <translation type="unfinished"></translation>
+        <translation>f16（全精度）</translation>
     </message>
     <message>
         <source>q8_0 (half)</source>
-        <translation type="unfinished"></translation>
+        <translation>q8_0（一半）</translation>
     </message>
     <message>
         <source>q4_0 (quarter)</source>
-        <translation type="unfinished"></translation>
+        <translation>q4_0（四分之一）</translation>
     </message>
     <message>
         <source>Weights</source>
-        <translation type="unfinished"></translation>
+        <translation>权重</translation>
     </message>
     <message>
         <source>Experts</source>
-        <translation type="unfinished"></translation>
+        <translation>专家</translation>
     </message>
     <message>
         <source>KV cache</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存</translation>
     </message>
     <message>
         <source>Compute buffers</source>
-        <translation type="unfinished"></translation>
+        <translation>计算缓冲区</translation>
     </message>
     <message>
         <source>Reserve</source>
-        <translation type="unfinished"></translation>
+        <translation>预留</translation>
     </message>
     <message>
         <source>Free</source>
-        <translation type="unfinished"></translation>
+        <translation>空闲</translation>
     </message>
     <message>
         <source>Over capacity</source>
-        <translation type="unfinished"></translation>
+        <translation>超出容量</translation>
     </message>
     <message>
         <source>GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>RAM</source>
-        <translation type="unfinished"></translation>
+        <translation>内存</translation>
     </message>
     <message>
         <source>Disk</source>
-        <translation type="unfinished"></translation>
+        <translation>磁盘</translation>
     </message>
     <message>
         <source>Everything fits in GPU memory and RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>全部放得下显存和内存。</translation>
     </message>
     <message>
         <source>It fits only by reading part of the model from disk while it runs: expect a big slowdown.</source>
-        <translation type="unfinished"></translation>
+        <translation>只有在运行时从磁盘读取部分模型才放得下：速度会大幅下降。</translation>
     </message>
     <message>
         <source>This model does not fit on this machine, not even read from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>此模型在这台机器上放不下，即使从磁盘读取也不行。</translation>
     </message>
     <message>
         <source>The model is larger than all GPU memory and RAM together.</source>
-        <translation type="unfinished"></translation>
+        <translation>模型比全部显存和内存加起来还大。</translation>
     </message>
     <message>
         <source>The weights fit, but the KV cache for this context does not.</source>
-        <translation type="unfinished"></translation>
+        <translation>权重放得下，但这个上下文长度的 KV 缓存放不下。</translation>
     </message>
     <message>
         <source>There is no disk to read the rest of the model from.</source>
-        <translation type="unfinished"></translation>
+        <translation>没有可供读取模型其余部分的磁盘。</translation>
     </message>
     <message>
         <source>It has the most free VRAM times bandwidth, so it holds the output layer and most layers.</source>
-        <translation type="unfinished"></translation>
+        <translation>它的空闲显存乘带宽最大，因此承载输出层和大部分层。</translation>
     </message>
     <message>
         <source>You chose it as the main GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>你将它设为主卡。</translation>
     </message>
     <message>
         <source>Sharing layers with it makes the whole faster.</source>
-        <translation type="unfinished"></translation>
+        <translation>与它分担层能让整体更快。</translation>
     </message>
     <message>
         <source>It is needed to keep weights out of RAM and off the disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>需要它才能让权重不进内存、不落磁盘。</translation>
     </message>
     <message>
         <source>You chose it as a helper.</source>
-        <translation type="unfinished"></translation>
+        <translation>你将它设为辅助卡。</translation>
     </message>
     <message>
         <source>It has less than 8 GB, which costs more in transfers than it adds.</source>
-        <translation type="unfinished"></translation>
+        <translation>它不足 8 GB，传输开销大于它带来的收益。</translation>
     </message>
     <message>
         <source>Giving it a share would make the whole slower.</source>
-        <translation type="unfinished"></translation>
+        <translation>分给它一部分会让整体变慢。</translation>
     </message>
     <message>
         <source>You switched it off.</source>
-        <translation type="unfinished"></translation>
+        <translation>你关闭了它。</translation>
     </message>
     <message>
         <source>Everything fits on the faster GPUs without it.</source>
-        <translation type="unfinished"></translation>
+        <translation>不用它，更快的 GPU 就能放下全部。</translation>
     </message>
     <message>
         <source>It drives a display, so more memory is kept free on it.</source>
-        <translation type="unfinished"></translation>
+        <translation>它连接着显示器，因此在它上面多预留一些显存。</translation>
     </message>
     <message>
         <source>All layers are on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>所有层都在 GPU 上。</translation>
     </message>
     <message>
         <source>The routed experts of some layers stay in RAM (the cheapest bytes to move).</source>
-        <translation type="unfinished"></translation>
+        <translation>部分层的路由专家留在内存中（移动它们代价最小）。</translation>
     </message>
     <message>
         <source>Some whole layers run on the CPU from RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>部分整层在 CPU 上从内存运行。</translation>
     </message>
     <message>
         <source>What RAM cannot hold stays on disk and is read from there: speed falls off a cliff.</source>
-        <translation type="unfinished"></translation>
+        <translation>内存放不下的部分留在磁盘上并从那里读取：速度会断崖式下跌。</translation>
     </message>
     <message>
         <source>No usable GPU: the model runs on the CPU from RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>没有可用的 GPU：模型在 CPU 上从内存运行。</translation>
     </message>
     <message>
         <source>The GPU shares memory with the CPU (unified memory).</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU 与 CPU 共享内存（统一内存）。</translation>
     </message>
     <message>
         <source>The layer placement is the one you set.</source>
-        <translation type="unfinished"></translation>
+        <translation>层的放置按你的设置。</translation>
     </message>
     <message>
         <source>The context is the one you asked for.</source>
-        <translation type="unfinished"></translation>
+        <translation>上下文长度按你的要求。</translation>
     </message>
     <message>
-        <source>The context is the largest that fits in the memory left after the weights.</source>
-        <translation type="unfinished"></translation>
+        <source>The context is {context} tokens: the largest that fits in the memory left after the weights.</source>
+        <translation>上下文为 {context} 个 token：放下权重后剩余内存所能容纳的最大值。</translation>
     </message>
     <message>
-        <source>The context is capped at the length the model was trained for.</source>
-        <translation type="unfinished"></translation>
+        <source>The context is capped at {train} tokens, the length the model was trained for.</source>
+        <translation>上下文上限为 {train} 个 token，即模型的训练长度。</translation>
+    </message>
+    <message>
+        <source>Add RAM (to {ram_bytes}), so nothing is read from disk.</source>
+        <translation>增加内存（到 {ram_bytes}），就不必从磁盘读取。</translation>
+    </message>
+    <message>
+        <source>Use a GPU with more memory ({vram_bytes}).</source>
+        <translation>换用显存更大的 GPU（{vram_bytes}）。</translation>
+    </message>
+    <message>
+        <source>Add a second GPU (like a {gpu}).</source>
+        <translation>再加一块 GPU（例如 {gpu}）。</translation>
     </message>
     <message>
         <source>The context is below 32K tokens because memory is short.</source>
-        <translation type="unfinished"></translation>
+        <translation>由于内存不足，上下文低于 32K 个 token。</translation>
     </message>
     <message>
         <source>The context is longer than the model was trained for (rope scaling).</source>
-        <translation type="unfinished"></translation>
+        <translation>上下文超过模型的训练长度（RoPE 缩放）。</translation>
     </message>
     <message>
         <source>The context you asked for was capped at the training length.</source>
-        <translation type="unfinished"></translation>
+        <translation>你要求的上下文已被限制为训练长度。</translation>
     </message>
     <message>
         <source>The KV cache is kept at full precision (f16).</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存保持全精度（f16）。</translation>
     </message>
     <message>
         <source>The KV cache is q8_0 so that the weights stay on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存使用 q8_0，以便权重留在 GPU 上。</translation>
     </message>
     <message>
         <source>The KV cache is q8_0 to make room for more context.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存使用 q8_0，为更长的上下文腾出空间。</translation>
     </message>
     <message>
         <source>The KV cache is q4_0 so that the weights stay on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存使用 q4_0，以便权重留在 GPU 上。</translation>
     </message>
     <message>
         <source>The KV cache is q4_0 to make room for more context.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存使用 q4_0，为更长的上下文腾出空间。</translation>
     </message>
     <message>
         <source>The KV cache type is the one you chose.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存类型按你的选择。</translation>
     </message>
     <message>
         <source>Part of the KV cache is in RAM, which costs far more per byte than weights there.</source>
-        <translation type="unfinished"></translation>
+        <translation>部分 KV 缓存在内存中，每字节的代价远高于放在那里的权重。</translation>
     </message>
     <message>
         <source>This is the only quantization available.</source>
-        <translation type="unfinished"></translation>
+        <translation>这是唯一可用的量化版本。</translation>
     </message>
     <message>
         <source>This is the best quality that fits without reading from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>这是无需从磁盘读取即可放下的最佳质量。</translation>
     </message>
     <message>
         <source>No quantization reaches a usable speed; this is the fastest.</source>
-        <translation type="unfinished"></translation>
+        <translation>没有任何量化版本能达到可用速度；这是最快的。</translation>
     </message>
     <message>
         <source>At 3 bits or less, quality drops sharply for code and agent work.</source>
-        <translation type="unfinished"></translation>
+        <translation>在 3 位及以下，编程和智能体任务的质量会急剧下降。</translation>
     </message>
     <message>
         <source>Few bits with a MoE model and MTP on is known to cause endless loops.</source>
-        <translation type="unfinished"></translation>
+        <translation>低位量化加上 MoE 模型并开启 MTP，已知会导致无限循环。</translation>
     </message>
     <message>
         <source>Speculation is off: it does not help creative writing.</source>
-        <translation type="unfinished"></translation>
+        <translation>推测解码已关闭：它对创意写作没有帮助。</translation>
     </message>
     <message>
         <source>Speculation is off: its gain vanishes with several parallel slots.</source>
-        <translation type="unfinished"></translation>
+        <translation>推测解码已关闭：多个并行槽位时其收益消失。</translation>
     </message>
     <message>
         <source>Speculation is off: it would not be faster here.</source>
-        <translation type="unfinished"></translation>
+        <translation>推测解码已关闭：在这里不会更快。</translation>
     </message>
     <message>
         <source>Speculation is off: its memory does not fit on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>推测解码已关闭：其所需显存在 GPU 上放不下。</translation>
     </message>
     <message>
         <source>Speculation is off for this kind of task.</source>
-        <translation type="unfinished"></translation>
+        <translation>此类任务关闭推测解码。</translation>
     </message>
     <message>
         <source>The model&apos;s MTP heads draft tokens ahead.</source>
-        <translation type="unfinished"></translation>
+        <translation>由模型的 MTP 预测头提前起草 token。</translation>
     </message>
     <message>
         <source>N-gram lookup drafts tokens ahead.</source>
-        <translation type="unfinished"></translation>
+        <translation>由 N 元语法查找提前起草 token。</translation>
     </message>
     <message>
         <source>A small draft model drafts tokens ahead.</source>
-        <translation type="unfinished"></translation>
+        <translation>由小型草稿模型提前起草 token。</translation>
     </message>
     <message>
         <source>Speculation is set the way you chose.</source>
-        <translation type="unfinished"></translation>
+        <translation>推测解码按你的选择设置。</translation>
     </message>
     <message>
         <source>MTP was asked for, but this model has no MTP heads.</source>
-        <translation type="unfinished"></translation>
+        <translation>要求使用 MTP，但此模型没有 MTP 预测头。</translation>
     </message>
     <message>
         <source>A draft model was asked for, but none is set.</source>
-        <translation type="unfinished"></translation>
+        <translation>要求使用草稿模型，但尚未设置。</translation>
     </message>
     <message>
         <source>Your setting is slower than the planner&apos;s choice.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的设置比规划器的选择更慢。</translation>
     </message>
     <message>
         <source>Your placement does not fit on a device.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的放置方案在某个设备上放不下。</translation>
     </message>
     <message>
         <source>Your setting does not apply here and was ignored.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的设置在此不适用，已忽略。</translation>
     </message>
     <message>
         <source>Decoding will be slow for interactive use.</source>
-        <translation type="unfinished"></translation>
+        <translation>解码速度对交互使用来说会很慢。</translation>
     </message>
     <message>
         <source>Each parallel slot needs its own KV cache.</source>
-        <translation type="unfinished"></translation>
+        <translation>每个并行槽位都需要自己的 KV 缓存。</translation>
     </message>
     <message>
         <source>Bottleneck: capacity. Part of the model is read from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶颈：容量。部分模型从磁盘读取。</translation>
     </message>
     <message>
         <source>Bottleneck: memory bandwidth. Each token reads every active weight.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶颈：内存带宽。每个 token 都要读取所有活跃权重。</translation>
     </message>
     <message>
         <source>Bottleneck: compute.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶颈：算力。</translation>
     </message>
     <message>
         <source>Bottleneck: fixed per-token costs.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶颈：每个 token 的固定开销。</translation>
     </message>
     <message>
         <source>Bottleneck: transfers between devices.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶颈：设备之间的传输。</translation>
     </message>
     <message>
         <source>Use a smaller quantization.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用更小的量化版本。</translation>
     </message>
     <message>
         <source>Use a mixture-of-experts model: it reads only the active experts per token.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用混合专家（MoE）模型：每个 token 只读取活跃专家。</translation>
     </message>
     <message>
         <source>Ask for a shorter context.</source>
-        <translation type="unfinished"></translation>
+        <translation>要求更短的上下文。</translation>
     </message>
     <message>
         <source>Use a q8_0 KV cache.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Add RAM, so nothing is read from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用 q8_0 KV 缓存。</translation>
     </message>
     <message>
         <source>Use faster RAM (more channels or a higher clock).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Use a GPU with more memory.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Add a second GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用更快的内存（更多通道或更高频率）。</translation>
     </message>
     <message>
         <source>Nothing to change: this is as fast as this machine gets.</source>
-        <translation type="unfinished"></translation>
+        <translation>无需更改：这已是这台机器能达到的最快速度。</translation>
     </message>
 </context>
 <context>
     <name>ErrorReporter</name>
     <message>
         <source>The model file could not be found: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>找不到模型文件：{detail}</translation>
     </message>
     <message>
         <source>This file is not a GGUF model Loadout can read: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>此文件不是 Loadout 能读取的 GGUF 模型：{detail}</translation>
     </message>
     <message>
         <source>Loadout cannot plan this model yet: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>Loadout 暂时还无法规划此模型：{detail}</translation>
     </message>
     <message>
         <source>The rig file is not valid: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>配置文件无效：{detail}</translation>
     </message>
     <message>
         <source>Out of memory: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>内存不足：{detail}</translation>
     </message>
     <message>
         <source>{detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>{detail}</translation>
     </message>
     <message>
         <source>Permission denied: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>权限不足：{detail}</translation>
     </message>
     <message>
         <source>A file could not be read or written: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>无法读取或写入文件：{detail}</translation>
     </message>
     <message>
         <source>Something went wrong ({kind}): {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>出错了（{kind}）：{detail}</translation>
     </message>
     <message>
         <source>Loadout: something went wrong</source>
-        <translation type="unfinished"></translation>
+        <translation>Loadout：出错了</translation>
     </message>
     <message>
         <source>Details are in the log file.</source>
-        <translation type="unfinished"></translation>
+        <translation>详细信息见日志文件。</translation>
     </message>
 </context>
 <context>
     <name>GpuRoles</name>
     <message>
         <source>Let the planner choose</source>
-        <translation type="unfinished"></translation>
+        <translation>交给规划器决定</translation>
     </message>
     <message>
         <source>No GPU: everything runs on the CPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>没有 GPU：全部在 CPU 上运行。</translation>
     </message>
     <message>
         <source>Earlier in the order (holds the first layers)</source>
-        <translation type="unfinished"></translation>
+        <translation>顺序提前（承载前面的层）</translation>
     </message>
     <message>
         <source>Later in the order</source>
-        <translation type="unfinished"></translation>
+        <translation>顺序推后</translation>
     </message>
 </context>
 <context>
     <name>HomePage</name>
     <message>
         <source>This machine</source>
-        <translation type="unfinished"></translation>
+        <translation>本机</translation>
     </message>
     <message>
         <source>Detect again</source>
-        <translation type="unfinished"></translation>
+        <translation>重新检测</translation>
     </message>
     <message>
         <source>What if…</source>
-        <translation type="unfinished"></translation>
+        <translation>假设…</translation>
     </message>
     <message>
         <source>Plan for an edited machine: add or remove GPUs, change RAM, open or save rig files</source>
-        <translation type="unfinished"></translation>
+        <translation>为修改后的机器做规划：增删 GPU、修改内存、打开或保存配置文件</translation>
     </message>
     <message>
         <source>GPUs</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>Memory and CPU</source>
-        <translation type="unfinished"></translation>
+        <translation>内存与 CPU</translation>
     </message>
     <message>
         <source>Disks</source>
-        <translation type="unfinished"></translation>
+        <translation>磁盘</translation>
     </message>
     <message>
         <source>No GPU found: models run on the CPU from RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>未找到 GPU：模型在 CPU 上从内存运行。</translation>
     </message>
     <message>
         <source>GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>VRAM free / total</source>
-        <translation type="unfinished"></translation>
+        <translation>显存 空闲 / 总计</translation>
     </message>
     <message>
         <source>Bandwidth</source>
-        <translation type="unfinished"></translation>
+        <translation>带宽</translation>
     </message>
     <message>
         <source>Role</source>
-        <translation type="unfinished"></translation>
+        <translation>角色</translation>
     </message>
     <message>
         <source>Why</source>
-        <translation type="unfinished"></translation>
+        <translation>原因</translation>
     </message>
     <message>
         <source>Folder</source>
-        <translation type="unfinished"></translation>
+        <translation>文件夹</translation>
     </message>
     <message>
         <source>Kind</source>
-        <translation type="unfinished"></translation>
+        <translation>类型</translation>
     </message>
     <message>
         <source>Read speed</source>
-        <translation type="unfinished"></translation>
+        <translation>读取速度</translation>
     </message>
     <message>
         <source>Detecting hardware: CPU and RAM…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在检测硬件：CPU 与内存…</translation>
     </message>
     <message>
         <source>Detecting hardware: GPUs…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在检测硬件：GPU…</translation>
     </message>
     <message>
         <source>Detecting hardware: engine devices…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在检测硬件：引擎设备…</translation>
     </message>
     <message>
         <source>Measuring RAM bandwidth…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在测量内存带宽…</translation>
     </message>
     <message>
         <source>Measuring GPU bandwidth…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在测量 GPU 带宽…</translation>
     </message>
     <message>
         <source>Measuring disk read speed…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在测量磁盘读取速度…</translation>
     </message>
     <message>
         <source>Detection finished.</source>
-        <translation type="unfinished"></translation>
+        <translation>检测完成。</translation>
     </message>
     <message>
         <source>Detecting hardware…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在检测硬件…</translation>
     </message>
     <message>
         <source>Hardware not detected yet.</source>
-        <translation type="unfinished"></translation>
+        <translation>尚未检测硬件。</translation>
     </message>
     <message>
         <source>Detected.</source>
-        <translation type="unfinished"></translation>
+        <translation>已检测。</translation>
     </message>
     <message>
         <source>pick a model to see</source>
-        <translation type="unfinished"></translation>
+        <translation>选择模型后显示</translation>
     </message>
     <message>
         <source>RAM {available} available of {total} · {bandwidth} · {cpu}, {cores} cores / {threads} threads</source>
-        <translation type="unfinished"></translation>
+        <translation>内存 可用 {available}，共 {total} · {bandwidth} · {cpu}，{cores} 核 / {threads} 线程</translation>
     </message>
 </context>
 <context>
     <name>MainWindow</name>
     <message>
         <source>Loadout</source>
-        <translation type="unfinished"></translation>
+        <translation>Loadout</translation>
     </message>
     <message>
         <source>Home</source>
-        <translation type="unfinished"></translation>
+        <translation>主页</translation>
     </message>
     <message>
         <source>Models</source>
-        <translation type="unfinished"></translation>
+        <translation>模型</translation>
     </message>
     <message>
         <source>Plan</source>
-        <translation type="unfinished"></translation>
+        <translation>计划</translation>
     </message>
     <message>
         <source>Chat</source>
-        <translation type="unfinished"></translation>
+        <translation>聊天</translation>
     </message>
     <message>
         <source>Server</source>
-        <translation type="unfinished"></translation>
+        <translation>服务器</translation>
     </message>
     <message>
         <source>Settings</source>
-        <translation type="unfinished"></translation>
+        <translation>设置</translation>
     </message>
     <message>
         <source>Engine: not loaded</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎：未加载</translation>
     </message>
     <message>
         <source>Model: {name}</source>
-        <translation type="unfinished"></translation>
+        <translation>模型：{name}</translation>
     </message>
     <message>
         <source>none</source>
-        <translation type="unfinished"></translation>
+        <translation>无</translation>
     </message>
     <message>
         <source>Decode: — t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>解码：— t/s</translation>
     </message>
     <message>
         <source>VRAM in use: {used} / {total}</source>
-        <translation type="unfinished"></translation>
+        <translation>显存占用：{used} / {total}</translation>
     </message>
     <message>
         <source>VRAM: none</source>
-        <translation type="unfinished"></translation>
+        <translation>显存：无</translation>
     </message>
     <message>
         <source>RAM in use: {used} / {total}</source>
-        <translation type="unfinished"></translation>
+        <translation>内存占用：{used} / {total}</translation>
     </message>
 </context>
 <context>
     <name>MemoryMap</name>
     <message>
         <source>{kind}: {size} ({share:.0f}% of {capacity})</source>
-        <translation type="unfinished"></translation>
+        <translation>{kind}：{size}（占 {capacity} 的 {share:.0f}%）</translation>
     </message>
     <message>
         <source>Layers {spans}</source>
-        <translation type="unfinished"></translation>
+        <translation>层 {spans}</translation>
     </message>
     <message>
         <source>{used} of {capacity}</source>
-        <translation type="unfinished"></translation>
+        <translation>{used} / {capacity}</translation>
     </message>
 </context>
 <context>
     <name>ModelsPage</name>
     <message>
         <source>Models</source>
-        <translation type="unfinished"></translation>
+        <translation>模型</translation>
     </message>
     <message>
         <source>Pick a model to plan it. Folders to search are set in Settings.</source>
-        <translation type="unfinished"></translation>
+        <translation>选择一个模型来规划。要搜索的文件夹在“设置”中指定。</translation>
     </message>
     <message>
         <source>Open a .gguf file…</source>
-        <translation type="unfinished"></translation>
+        <translation>打开 .gguf 文件…</translation>
     </message>
     <message>
         <source>Plan this model</source>
-        <translation type="unfinished"></translation>
+        <translation>规划此模型</translation>
     </message>
     <message>
         <source>Demo model (SmolLM2 135M Instruct, {size})</source>
-        <translation type="unfinished"></translation>
+        <translation>演示模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
     <message>
         <source>Selected: {name}</source>
-        <translation type="unfinished"></translation>
+        <translation>已选择：{name}</translation>
     </message>
     <message>
         <source>No model selected.</source>
-        <translation type="unfinished"></translation>
+        <translation>未选择模型。</translation>
     </message>
     <message>
         <source>Open a GGUF model</source>
-        <translation type="unfinished"></translation>
+        <translation>打开 GGUF 模型</translation>
     </message>
     <message>
         <source>GGUF models (*.gguf)</source>
-        <translation type="unfinished"></translation>
+        <translation>GGUF 模型 (*.gguf)</translation>
     </message>
 </context>
 <context>
     <name>PlanPage</name>
     <message>
         <source>Pick a model on the Models page to see its plan.</source>
-        <translation type="unfinished"></translation>
+        <translation>在“模型”页选择一个模型以查看其计划。</translation>
     </message>
     <message>
         <source>Waiting for this machine&apos;s hardware…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在等待本机硬件信息…</translation>
     </message>
     <message>
         <source>Fits. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
-        <translation type="unfinished"></translation>
+        <translation>放得下。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
     </message>
     <message>
         <source>Does not fit as asked.</source>
-        <translation type="unfinished"></translation>
+        <translation>按要求放不下。</translation>
     </message>
     <message>
         <source>{advice} → decode {tps} t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>{advice} → 解码 {tps} t/s</translation>
+    </message>
+    <message>
+        <source>Working out what would make this faster…</source>
+        <translation>正在计算怎样能更快…</translation>
     </message>
     <message>
         <source>No advice for this plan.</source>
-        <translation type="unfinished"></translation>
+        <translation>此计划没有建议。</translation>
     </message>
     <message>
         <source>Auto</source>
-        <translation type="unfinished"></translation>
+        <translation>自动</translation>
     </message>
     <message>
         <source>Reading the model…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在读取模型…</translation>
     </message>
     <message>
         <source>Plan: {name}</source>
-        <translation type="unfinished"></translation>
+        <translation>计划：{name}</translation>
     </message>
     <message>
         <source>Plan</source>
-        <translation type="unfinished"></translation>
+        <translation>计划</translation>
     </message>
     <message>
         <source>For: what-if rig</source>
-        <translation type="unfinished"></translation>
+        <translation>对象：假设的配置</translation>
     </message>
     <message>
         <source>For: this machine</source>
-        <translation type="unfinished"></translation>
+        <translation>对象：本机</translation>
     </message>
     <message>
         <source>What if…</source>
-        <translation type="unfinished"></translation>
+        <translation>假设…</translation>
     </message>
     <message>
         <source>Back to this machine</source>
-        <translation type="unfinished"></translation>
+        <translation>回到本机</translation>
     </message>
     <message>
         <source>Load</source>
-        <translation type="unfinished"></translation>
+        <translation>加载</translation>
     </message>
     <message>
         <source>Loading from the app comes in a later version; use `loadout chat` or `loadout serve` meanwhile.</source>
-        <translation type="unfinished"></translation>
+        <translation>从应用内加载将在后续版本提供；目前请使用 `loadout chat` 或 `loadout serve`。</translation>
     </message>
     <message>
         <source>Request</source>
-        <translation type="unfinished"></translation>
+        <translation>需求</translation>
     </message>
     <message>
         <source>Context</source>
-        <translation type="unfinished"></translation>
+        <translation>上下文</translation>
     </message>
     <message>
         <source>Parallel slots</source>
-        <translation type="unfinished"></translation>
+        <translation>并行槽位</translation>
     </message>
     <message>
         <source>KV cache type</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 缓存类型</translation>
     </message>
     <message>
         <source>Speculation</source>
-        <translation type="unfinished"></translation>
+        <translation>推测解码</translation>
     </message>
     <message>
         <source>Task</source>
-        <translation type="unfinished"></translation>
+        <translation>任务</translation>
     </message>
     <message>
         <source>GPU roles and order</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU 角色与顺序</translation>
     </message>
     <message>
         <source>Predicted speed</source>
-        <translation type="unfinished"></translation>
+        <translation>预测速度</translation>
     </message>
     <message>
         <source>decode t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>解码 t/s</translation>
     </message>
     <message>
         <source>prefill t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>预填充 t/s</translation>
     </message>
     <message>
         <source>time to first token</source>
-        <translation type="unfinished"></translation>
+        <translation>首 token 时间</translation>
     </message>
     <message>
         <source>Where every byte goes</source>
-        <translation type="unfinished"></translation>
+        <translation>每个字节的去向</translation>
     </message>
     <message>
         <source>Warnings and reasons</source>
-        <translation type="unfinished"></translation>
+        <translation>警告与原因</translation>
     </message>
     <message>
         <source>What would make this faster</source>
-        <translation type="unfinished"></translation>
+        <translation>怎样能更快</translation>
     </message>
 </context>
 <context>
     <name>ServerPage</name>
     <message>
         <source>Server</source>
-        <translation type="unfinished"></translation>
+        <translation>服务器</translation>
     </message>
     <message>
         <source>Load a model from the Plan page to serve it with an OpenAI-compatible API. Until then, `loadout serve MODEL` starts the same server from a terminal.</source>
-        <translation type="unfinished"></translation>
+        <translation>在“计划”页加载模型后，即可通过兼容 OpenAI 的 API 提供服务。在此之前，可用 `loadout serve MODEL` 从终端启动同一服务器。</translation>
     </message>
 </context>
 <context>
     <name>SettingsPage</name>
     <message>
         <source>Settings</source>
-        <translation type="unfinished"></translation>
+        <translation>设置</translation>
     </message>
     <message>
         <source>Model folders</source>
-        <translation type="unfinished"></translation>
+        <translation>模型文件夹</translation>
     </message>
     <message>
         <source>Language</source>
-        <translation type="unfinished"></translation>
+        <translation>语言</translation>
     </message>
     <message>
         <source>Theme</source>
-        <translation type="unfinished"></translation>
+        <translation>主题</translation>
     </message>
     <message>
         <source>Kept free on each GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>每块 GPU 预留</translation>
     </message>
     <message>
         <source>Kept free in RAM</source>
-        <translation type="unfinished"></translation>
+        <translation>内存预留</translation>
     </message>
     <message>
         <source>Default task</source>
-        <translation type="unfinished"></translation>
+        <translation>默认任务</translation>
     </message>
     <message>
         <source>Log folder</source>
-        <translation type="unfinished"></translation>
+        <translation>日志文件夹</translation>
     </message>
     <message>
         <source>Add folder…</source>
-        <translation type="unfinished"></translation>
+        <translation>添加文件夹…</translation>
     </message>
     <message>
         <source>Remove</source>
-        <translation type="unfinished"></translation>
+        <translation>移除</translation>
     </message>
     <message>
         <source>Same as the system</source>
-        <translation type="unfinished"></translation>
+        <translation>跟随系统</translation>
     </message>
     <message>
         <source>Light</source>
-        <translation type="unfinished"></translation>
+        <translation>浅色</translation>
     </message>
     <message>
         <source>Dark</source>
-        <translation type="unfinished"></translation>
+        <translation>深色</translation>
     </message>
     <message>
         <source>Folder with GGUF models</source>
-        <translation type="unfinished"></translation>
+        <translation>存放 GGUF 模型的文件夹</translation>
     </message>
 </context>
 <context>
     <name>WhatIfDialog</name>
     <message>
         <source>What if: edit the machine</source>
-        <translation type="unfinished"></translation>
+        <translation>假设：修改机器配置</translation>
     </message>
     <message>
         <source>GPUs</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>Add GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>添加 GPU</translation>
     </message>
     <message>
         <source>Remove selected</source>
-        <translation type="unfinished"></translation>
+        <translation>移除所选</translation>
     </message>
     <message>
         <source>RAM</source>
-        <translation type="unfinished"></translation>
+        <translation>内存</translation>
     </message>
     <message>
         <source>RAM bandwidth</source>
-        <translation type="unfinished"></translation>
+        <translation>内存带宽</translation>
     </message>
     <message>
         <source>Open rig file…</source>
-        <translation type="unfinished"></translation>
+        <translation>打开配置文件…</translation>
     </message>
     <message>
         <source>Save rig file…</source>
-        <translation type="unfinished"></translation>
+        <translation>保存配置文件…</translation>
     </message>
     <message>
         <source>Back to this machine</source>
-        <translation type="unfinished"></translation>
+        <translation>回到本机</translation>
     </message>
     <message>
         <source>Open a rig file</source>
-        <translation type="unfinished"></translation>
+        <translation>打开配置文件</translation>
     </message>
     <message>
         <source>Rig files (*.json)</source>
-        <translation type="unfinished"></translation>
+        <translation>配置文件 (*.json)</translation>
     </message>
     <message>
         <source>Save the rig file</source>
-        <translation type="unfinished"></translation>
+        <translation>保存配置文件</translation>
     </message>
 </context>
 </TS>

@@ -5,952 +5,956 @@
     <name>ChatPage</name>
     <message>
         <source>Chat</source>
-        <translation type="unfinished"></translation>
+        <translation>聊天</translation>
     </message>
     <message>
         <source>Load a model from the Plan page to chat with it here. Until then, `loadout chat MODEL` chats in a terminal with the same engine.</source>
-        <translation type="unfinished"></translation>
+        <translation>在「計畫」頁載入模型後即可在此聊天。在此之前，可用 `loadout chat MODEL` 在終端機中以同一引擎聊天。</translation>
     </message>
 </context>
 <context>
     <name>Codes</name>
     <message>
         <source>Main</source>
-        <translation type="unfinished"></translation>
+        <translation>主卡</translation>
     </message>
     <message>
         <source>Helper</source>
-        <translation type="unfinished"></translation>
+        <translation>輔助</translation>
     </message>
     <message>
         <source>Off</source>
-        <translation type="unfinished"></translation>
+        <translation>關閉</translation>
     </message>
     <message>
         <source>NVMe SSD</source>
-        <translation type="unfinished"></translation>
+        <translation>NVMe 固態硬碟</translation>
     </message>
     <message>
         <source>SSD</source>
-        <translation type="unfinished"></translation>
+        <translation>固態硬碟</translation>
     </message>
     <message>
         <source>Hard disk</source>
-        <translation type="unfinished"></translation>
+        <translation>傳統硬碟</translation>
     </message>
     <message>
         <source>Unknown</source>
-        <translation type="unfinished"></translation>
+        <translation>未知</translation>
     </message>
     <message>
         <source>Chat</source>
-        <translation type="unfinished"></translation>
+        <translation>聊天</translation>
     </message>
     <message>
         <source>Code</source>
-        <translation type="unfinished"></translation>
+        <translation>程式設計</translation>
     </message>
     <message>
         <source>Agent / tools</source>
-        <translation type="unfinished"></translation>
+        <translation>代理 / 工具呼叫</translation>
     </message>
     <message>
         <source>Math</source>
-        <translation type="unfinished"></translation>
+        <translation>數學</translation>
     </message>
     <message>
         <source>Creative writing</source>
-        <translation type="unfinished"></translation>
+        <translation>創意寫作</translation>
     </message>
     <message>
         <source>Automatic</source>
-        <translation type="unfinished"></translation>
+        <translation>自動</translation>
     </message>
     <message>
         <source>N-gram</source>
-        <translation type="unfinished"></translation>
+        <translation>N 元語法</translation>
     </message>
     <message>
         <source>Draft model</source>
-        <translation type="unfinished"></translation>
+        <translation>草稿模型</translation>
     </message>
     <message>
         <source>MTP heads</source>
-        <translation type="unfinished"></translation>
+        <translation>MTP 預測頭</translation>
     </message>
     <message>
         <source>f16 (full)</source>
-        <translation type="unfinished"></translation>
+        <translation>f16（全精度）</translation>
     </message>
     <message>
         <source>q8_0 (half)</source>
-        <translation type="unfinished"></translation>
+        <translation>q8_0（一半）</translation>
     </message>
     <message>
         <source>q4_0 (quarter)</source>
-        <translation type="unfinished"></translation>
+        <translation>q4_0（四分之一）</translation>
     </message>
     <message>
         <source>Weights</source>
-        <translation type="unfinished"></translation>
+        <translation>權重</translation>
     </message>
     <message>
         <source>Experts</source>
-        <translation type="unfinished"></translation>
+        <translation>專家</translation>
     </message>
     <message>
         <source>KV cache</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取</translation>
     </message>
     <message>
         <source>Compute buffers</source>
-        <translation type="unfinished"></translation>
+        <translation>計算緩衝區</translation>
     </message>
     <message>
         <source>Reserve</source>
-        <translation type="unfinished"></translation>
+        <translation>保留</translation>
     </message>
     <message>
         <source>Free</source>
-        <translation type="unfinished"></translation>
+        <translation>可用</translation>
     </message>
     <message>
         <source>Over capacity</source>
-        <translation type="unfinished"></translation>
+        <translation>超出容量</translation>
     </message>
     <message>
         <source>GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>RAM</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體</translation>
     </message>
     <message>
         <source>Disk</source>
-        <translation type="unfinished"></translation>
+        <translation>磁碟</translation>
     </message>
     <message>
         <source>Everything fits in GPU memory and RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>全部放得進顯示記憶體與記憶體。</translation>
     </message>
     <message>
         <source>It fits only by reading part of the model from disk while it runs: expect a big slowdown.</source>
-        <translation type="unfinished"></translation>
+        <translation>只有在執行時從磁碟讀取部分模型才放得下：速度會大幅下降。</translation>
     </message>
     <message>
         <source>This model does not fit on this machine, not even read from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>此模型在這台機器上放不下，即使從磁碟讀取也不行。</translation>
     </message>
     <message>
         <source>The model is larger than all GPU memory and RAM together.</source>
-        <translation type="unfinished"></translation>
+        <translation>模型比全部顯示記憶體與記憶體加起來還大。</translation>
     </message>
     <message>
         <source>The weights fit, but the KV cache for this context does not.</source>
-        <translation type="unfinished"></translation>
+        <translation>權重放得下，但這個上下文長度的 KV 快取放不下。</translation>
     </message>
     <message>
         <source>There is no disk to read the rest of the model from.</source>
-        <translation type="unfinished"></translation>
+        <translation>沒有可供讀取模型其餘部分的磁碟。</translation>
     </message>
     <message>
         <source>It has the most free VRAM times bandwidth, so it holds the output layer and most layers.</source>
-        <translation type="unfinished"></translation>
+        <translation>它的可用顯示記憶體乘頻寬最大，因此承載輸出層與大部分層。</translation>
     </message>
     <message>
         <source>You chose it as the main GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>你將它設為主卡。</translation>
     </message>
     <message>
         <source>Sharing layers with it makes the whole faster.</source>
-        <translation type="unfinished"></translation>
+        <translation>與它分擔層能讓整體更快。</translation>
     </message>
     <message>
         <source>It is needed to keep weights out of RAM and off the disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>需要它才能讓權重不進記憶體、不落到磁碟。</translation>
     </message>
     <message>
         <source>You chose it as a helper.</source>
-        <translation type="unfinished"></translation>
+        <translation>你將它設為輔助卡。</translation>
     </message>
     <message>
         <source>It has less than 8 GB, which costs more in transfers than it adds.</source>
-        <translation type="unfinished"></translation>
+        <translation>它不足 8 GB，傳輸開銷大於它帶來的效益。</translation>
     </message>
     <message>
         <source>Giving it a share would make the whole slower.</source>
-        <translation type="unfinished"></translation>
+        <translation>分給它一部分會讓整體變慢。</translation>
     </message>
     <message>
         <source>You switched it off.</source>
-        <translation type="unfinished"></translation>
+        <translation>你關閉了它。</translation>
     </message>
     <message>
         <source>Everything fits on the faster GPUs without it.</source>
-        <translation type="unfinished"></translation>
+        <translation>不用它，較快的 GPU 就能放下全部。</translation>
     </message>
     <message>
         <source>It drives a display, so more memory is kept free on it.</source>
-        <translation type="unfinished"></translation>
+        <translation>它連接著顯示器，因此在它上面多保留一些顯示記憶體。</translation>
     </message>
     <message>
         <source>All layers are on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>所有層都在 GPU 上。</translation>
     </message>
     <message>
         <source>The routed experts of some layers stay in RAM (the cheapest bytes to move).</source>
-        <translation type="unfinished"></translation>
+        <translation>部分層的路由專家留在記憶體中（移動它們代價最小）。</translation>
     </message>
     <message>
         <source>Some whole layers run on the CPU from RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>部分整層在 CPU 上從記憶體執行。</translation>
     </message>
     <message>
         <source>What RAM cannot hold stays on disk and is read from there: speed falls off a cliff.</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體放不下的部分留在磁碟上並從那裡讀取：速度會斷崖式下跌。</translation>
     </message>
     <message>
         <source>No usable GPU: the model runs on the CPU from RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>沒有可用的 GPU：模型在 CPU 上從記憶體執行。</translation>
     </message>
     <message>
         <source>The GPU shares memory with the CPU (unified memory).</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU 與 CPU 共用記憶體（統一記憶體）。</translation>
     </message>
     <message>
         <source>The layer placement is the one you set.</source>
-        <translation type="unfinished"></translation>
+        <translation>層的配置依照你的設定。</translation>
     </message>
     <message>
         <source>The context is the one you asked for.</source>
-        <translation type="unfinished"></translation>
+        <translation>上下文長度依照你的要求。</translation>
     </message>
     <message>
-        <source>The context is the largest that fits in the memory left after the weights.</source>
-        <translation type="unfinished"></translation>
+        <source>The context is {context} tokens: the largest that fits in the memory left after the weights.</source>
+        <translation>上下文為 {context} 個 token：放下權重後剩餘記憶體所能容納的最大值。</translation>
     </message>
     <message>
-        <source>The context is capped at the length the model was trained for.</source>
-        <translation type="unfinished"></translation>
+        <source>The context is capped at {train} tokens, the length the model was trained for.</source>
+        <translation>上下文上限為 {train} 個 token，即模型的訓練長度。</translation>
+    </message>
+    <message>
+        <source>Add RAM (to {ram_bytes}), so nothing is read from disk.</source>
+        <translation>增加記憶體（到 {ram_bytes}），就不必從磁碟讀取。</translation>
+    </message>
+    <message>
+        <source>Use a GPU with more memory ({vram_bytes}).</source>
+        <translation>改用顯示記憶體更大的 GPU（{vram_bytes}）。</translation>
+    </message>
+    <message>
+        <source>Add a second GPU (like a {gpu}).</source>
+        <translation>再加一張 GPU（例如 {gpu}）。</translation>
     </message>
     <message>
         <source>The context is below 32K tokens because memory is short.</source>
-        <translation type="unfinished"></translation>
+        <translation>由於記憶體不足，上下文低於 32K 個 token。</translation>
     </message>
     <message>
         <source>The context is longer than the model was trained for (rope scaling).</source>
-        <translation type="unfinished"></translation>
+        <translation>上下文超過模型的訓練長度（RoPE 縮放）。</translation>
     </message>
     <message>
         <source>The context you asked for was capped at the training length.</source>
-        <translation type="unfinished"></translation>
+        <translation>你要求的上下文已被限制為訓練長度。</translation>
     </message>
     <message>
         <source>The KV cache is kept at full precision (f16).</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取維持全精度（f16）。</translation>
     </message>
     <message>
         <source>The KV cache is q8_0 so that the weights stay on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取使用 q8_0，以便權重留在 GPU 上。</translation>
     </message>
     <message>
         <source>The KV cache is q8_0 to make room for more context.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取使用 q8_0，為更長的上下文騰出空間。</translation>
     </message>
     <message>
         <source>The KV cache is q4_0 so that the weights stay on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取使用 q4_0，以便權重留在 GPU 上。</translation>
     </message>
     <message>
         <source>The KV cache is q4_0 to make room for more context.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取使用 q4_0，為更長的上下文騰出空間。</translation>
     </message>
     <message>
         <source>The KV cache type is the one you chose.</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取類型依照你的選擇。</translation>
     </message>
     <message>
         <source>Part of the KV cache is in RAM, which costs far more per byte than weights there.</source>
-        <translation type="unfinished"></translation>
+        <translation>部分 KV 快取在記憶體中，每位元組的代價遠高於放在那裡的權重。</translation>
     </message>
     <message>
         <source>This is the only quantization available.</source>
-        <translation type="unfinished"></translation>
+        <translation>這是唯一可用的量化版本。</translation>
     </message>
     <message>
         <source>This is the best quality that fits without reading from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>這是無需從磁碟讀取即可放下的最佳品質。</translation>
     </message>
     <message>
         <source>No quantization reaches a usable speed; this is the fastest.</source>
-        <translation type="unfinished"></translation>
+        <translation>沒有任何量化版本能達到可用速度；這是最快的。</translation>
     </message>
     <message>
         <source>At 3 bits or less, quality drops sharply for code and agent work.</source>
-        <translation type="unfinished"></translation>
+        <translation>在 3 位元以下，程式設計與代理任務的品質會急劇下降。</translation>
     </message>
     <message>
         <source>Few bits with a MoE model and MTP on is known to cause endless loops.</source>
-        <translation type="unfinished"></translation>
+        <translation>低位元量化加上 MoE 模型並開啟 MTP，已知會導致無限迴圈。</translation>
     </message>
     <message>
         <source>Speculation is off: it does not help creative writing.</source>
-        <translation type="unfinished"></translation>
+        <translation>推測解碼已關閉：它對創意寫作沒有幫助。</translation>
     </message>
     <message>
         <source>Speculation is off: its gain vanishes with several parallel slots.</source>
-        <translation type="unfinished"></translation>
+        <translation>推測解碼已關閉：多個平行槽位時其效益消失。</translation>
     </message>
     <message>
         <source>Speculation is off: it would not be faster here.</source>
-        <translation type="unfinished"></translation>
+        <translation>推測解碼已關閉：在這裡不會更快。</translation>
     </message>
     <message>
         <source>Speculation is off: its memory does not fit on the GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>推測解碼已關閉：其所需顯示記憶體在 GPU 上放不下。</translation>
     </message>
     <message>
         <source>Speculation is off for this kind of task.</source>
-        <translation type="unfinished"></translation>
+        <translation>此類任務關閉推測解碼。</translation>
     </message>
     <message>
         <source>The model&apos;s MTP heads draft tokens ahead.</source>
-        <translation type="unfinished"></translation>
+        <translation>由模型的 MTP 預測頭提前草擬 token。</translation>
     </message>
     <message>
         <source>N-gram lookup drafts tokens ahead.</source>
-        <translation type="unfinished"></translation>
+        <translation>由 N 元語法查找提前草擬 token。</translation>
     </message>
     <message>
         <source>A small draft model drafts tokens ahead.</source>
-        <translation type="unfinished"></translation>
+        <translation>由小型草稿模型提前草擬 token。</translation>
     </message>
     <message>
         <source>Speculation is set the way you chose.</source>
-        <translation type="unfinished"></translation>
+        <translation>推測解碼依照你的選擇設定。</translation>
     </message>
     <message>
         <source>MTP was asked for, but this model has no MTP heads.</source>
-        <translation type="unfinished"></translation>
+        <translation>要求使用 MTP，但此模型沒有 MTP 預測頭。</translation>
     </message>
     <message>
         <source>A draft model was asked for, but none is set.</source>
-        <translation type="unfinished"></translation>
+        <translation>要求使用草稿模型，但尚未設定。</translation>
     </message>
     <message>
         <source>Your setting is slower than the planner&apos;s choice.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的設定比規劃器的選擇更慢。</translation>
     </message>
     <message>
         <source>Your placement does not fit on a device.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的配置方案在某個裝置上放不下。</translation>
     </message>
     <message>
         <source>Your setting does not apply here and was ignored.</source>
-        <translation type="unfinished"></translation>
+        <translation>你的設定在此不適用，已忽略。</translation>
     </message>
     <message>
         <source>Decoding will be slow for interactive use.</source>
-        <translation type="unfinished"></translation>
+        <translation>解碼速度對互動使用來說會很慢。</translation>
     </message>
     <message>
         <source>Each parallel slot needs its own KV cache.</source>
-        <translation type="unfinished"></translation>
+        <translation>每個平行槽位都需要自己的 KV 快取。</translation>
     </message>
     <message>
         <source>Bottleneck: capacity. Part of the model is read from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶頸：容量。部分模型從磁碟讀取。</translation>
     </message>
     <message>
         <source>Bottleneck: memory bandwidth. Each token reads every active weight.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶頸：記憶體頻寬。每個 token 都要讀取所有活躍權重。</translation>
     </message>
     <message>
         <source>Bottleneck: compute.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶頸：算力。</translation>
     </message>
     <message>
         <source>Bottleneck: fixed per-token costs.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶頸：每個 token 的固定開銷。</translation>
     </message>
     <message>
         <source>Bottleneck: transfers between devices.</source>
-        <translation type="unfinished"></translation>
+        <translation>瓶頸：裝置之間的傳輸。</translation>
     </message>
     <message>
         <source>Use a smaller quantization.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用更小的量化版本。</translation>
     </message>
     <message>
         <source>Use a mixture-of-experts model: it reads only the active experts per token.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用混合專家（MoE）模型：每個 token 只讀取活躍專家。</translation>
     </message>
     <message>
         <source>Ask for a shorter context.</source>
-        <translation type="unfinished"></translation>
+        <translation>要求更短的上下文。</translation>
     </message>
     <message>
         <source>Use a q8_0 KV cache.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Add RAM, so nothing is read from disk.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用 q8_0 KV 快取。</translation>
     </message>
     <message>
         <source>Use faster RAM (more channels or a higher clock).</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Use a GPU with more memory.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Add a second GPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>使用更快的記憶體（更多通道或更高時脈）。</translation>
     </message>
     <message>
         <source>Nothing to change: this is as fast as this machine gets.</source>
-        <translation type="unfinished"></translation>
+        <translation>無需更改：這已是這台機器能達到的最快速度。</translation>
     </message>
 </context>
 <context>
     <name>ErrorReporter</name>
     <message>
         <source>The model file could not be found: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>找不到模型檔案：{detail}</translation>
     </message>
     <message>
         <source>This file is not a GGUF model Loadout can read: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>此檔案不是 Loadout 能讀取的 GGUF 模型：{detail}</translation>
     </message>
     <message>
         <source>Loadout cannot plan this model yet: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>Loadout 暫時還無法規劃此模型：{detail}</translation>
     </message>
     <message>
         <source>The rig file is not valid: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>配置檔無效：{detail}</translation>
     </message>
     <message>
         <source>Out of memory: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體不足：{detail}</translation>
     </message>
     <message>
         <source>{detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>{detail}</translation>
     </message>
     <message>
         <source>Permission denied: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>權限不足：{detail}</translation>
     </message>
     <message>
         <source>A file could not be read or written: {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>無法讀取或寫入檔案：{detail}</translation>
     </message>
     <message>
         <source>Something went wrong ({kind}): {detail}</source>
-        <translation type="unfinished"></translation>
+        <translation>發生錯誤（{kind}）：{detail}</translation>
     </message>
     <message>
         <source>Loadout: something went wrong</source>
-        <translation type="unfinished"></translation>
+        <translation>Loadout：發生錯誤</translation>
     </message>
     <message>
         <source>Details are in the log file.</source>
-        <translation type="unfinished"></translation>
+        <translation>詳細資訊請見記錄檔。</translation>
     </message>
 </context>
 <context>
     <name>GpuRoles</name>
     <message>
         <source>Let the planner choose</source>
-        <translation type="unfinished"></translation>
+        <translation>交給規劃器決定</translation>
     </message>
     <message>
         <source>No GPU: everything runs on the CPU.</source>
-        <translation type="unfinished"></translation>
+        <translation>沒有 GPU：全部在 CPU 上執行。</translation>
     </message>
     <message>
         <source>Earlier in the order (holds the first layers)</source>
-        <translation type="unfinished"></translation>
+        <translation>順序提前（承載前面的層）</translation>
     </message>
     <message>
         <source>Later in the order</source>
-        <translation type="unfinished"></translation>
+        <translation>順序延後</translation>
     </message>
 </context>
 <context>
     <name>HomePage</name>
     <message>
         <source>This machine</source>
-        <translation type="unfinished"></translation>
+        <translation>本機</translation>
     </message>
     <message>
         <source>Detect again</source>
-        <translation type="unfinished"></translation>
+        <translation>重新偵測</translation>
     </message>
     <message>
         <source>What if…</source>
-        <translation type="unfinished"></translation>
+        <translation>假設…</translation>
     </message>
     <message>
         <source>Plan for an edited machine: add or remove GPUs, change RAM, open or save rig files</source>
-        <translation type="unfinished"></translation>
+        <translation>為修改後的機器做規劃：增刪 GPU、修改記憶體、開啟或儲存配置檔</translation>
     </message>
     <message>
         <source>GPUs</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>Memory and CPU</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體與 CPU</translation>
     </message>
     <message>
         <source>Disks</source>
-        <translation type="unfinished"></translation>
+        <translation>磁碟</translation>
     </message>
     <message>
         <source>No GPU found: models run on the CPU from RAM.</source>
-        <translation type="unfinished"></translation>
+        <translation>未找到 GPU：模型在 CPU 上從記憶體執行。</translation>
     </message>
     <message>
         <source>GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>VRAM free / total</source>
-        <translation type="unfinished"></translation>
+        <translation>顯示記憶體 可用 / 總計</translation>
     </message>
     <message>
         <source>Bandwidth</source>
-        <translation type="unfinished"></translation>
+        <translation>頻寬</translation>
     </message>
     <message>
         <source>Role</source>
-        <translation type="unfinished"></translation>
+        <translation>角色</translation>
     </message>
     <message>
         <source>Why</source>
-        <translation type="unfinished"></translation>
+        <translation>原因</translation>
     </message>
     <message>
         <source>Folder</source>
-        <translation type="unfinished"></translation>
+        <translation>資料夾</translation>
     </message>
     <message>
         <source>Kind</source>
-        <translation type="unfinished"></translation>
+        <translation>類型</translation>
     </message>
     <message>
         <source>Read speed</source>
-        <translation type="unfinished"></translation>
+        <translation>讀取速度</translation>
     </message>
     <message>
         <source>Detecting hardware: CPU and RAM…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在偵測硬體：CPU 與記憶體…</translation>
     </message>
     <message>
         <source>Detecting hardware: GPUs…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在偵測硬體：GPU…</translation>
     </message>
     <message>
         <source>Detecting hardware: engine devices…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在偵測硬體：引擎裝置…</translation>
     </message>
     <message>
         <source>Measuring RAM bandwidth…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在測量記憶體頻寬…</translation>
     </message>
     <message>
         <source>Measuring GPU bandwidth…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在測量 GPU 頻寬…</translation>
     </message>
     <message>
         <source>Measuring disk read speed…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在測量磁碟讀取速度…</translation>
     </message>
     <message>
         <source>Detection finished.</source>
-        <translation type="unfinished"></translation>
+        <translation>偵測完成。</translation>
     </message>
     <message>
         <source>Detecting hardware…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在偵測硬體…</translation>
     </message>
     <message>
         <source>Hardware not detected yet.</source>
-        <translation type="unfinished"></translation>
+        <translation>尚未偵測硬體。</translation>
     </message>
     <message>
         <source>Detected.</source>
-        <translation type="unfinished"></translation>
+        <translation>已偵測。</translation>
     </message>
     <message>
         <source>pick a model to see</source>
-        <translation type="unfinished"></translation>
+        <translation>選擇模型後顯示</translation>
     </message>
     <message>
         <source>RAM {available} available of {total} · {bandwidth} · {cpu}, {cores} cores / {threads} threads</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體 可用 {available}，共 {total} · {bandwidth} · {cpu}，{cores} 核心 / {threads} 執行緒</translation>
     </message>
 </context>
 <context>
     <name>MainWindow</name>
     <message>
         <source>Loadout</source>
-        <translation type="unfinished"></translation>
+        <translation>Loadout</translation>
     </message>
     <message>
         <source>Home</source>
-        <translation type="unfinished"></translation>
+        <translation>首頁</translation>
     </message>
     <message>
         <source>Models</source>
-        <translation type="unfinished"></translation>
+        <translation>模型</translation>
     </message>
     <message>
         <source>Plan</source>
-        <translation type="unfinished"></translation>
+        <translation>計畫</translation>
     </message>
     <message>
         <source>Chat</source>
-        <translation type="unfinished"></translation>
+        <translation>聊天</translation>
     </message>
     <message>
         <source>Server</source>
-        <translation type="unfinished"></translation>
+        <translation>伺服器</translation>
     </message>
     <message>
         <source>Settings</source>
-        <translation type="unfinished"></translation>
+        <translation>設定</translation>
     </message>
     <message>
         <source>Engine: not loaded</source>
-        <translation type="unfinished"></translation>
+        <translation>引擎：未載入</translation>
     </message>
     <message>
         <source>Model: {name}</source>
-        <translation type="unfinished"></translation>
+        <translation>模型：{name}</translation>
     </message>
     <message>
         <source>none</source>
-        <translation type="unfinished"></translation>
+        <translation>無</translation>
     </message>
     <message>
         <source>Decode: — t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>解碼：— t/s</translation>
     </message>
     <message>
         <source>VRAM in use: {used} / {total}</source>
-        <translation type="unfinished"></translation>
+        <translation>顯示記憶體使用：{used} / {total}</translation>
     </message>
     <message>
         <source>VRAM: none</source>
-        <translation type="unfinished"></translation>
+        <translation>顯示記憶體：無</translation>
     </message>
     <message>
         <source>RAM in use: {used} / {total}</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體使用：{used} / {total}</translation>
     </message>
 </context>
 <context>
     <name>MemoryMap</name>
     <message>
         <source>{kind}: {size} ({share:.0f}% of {capacity})</source>
-        <translation type="unfinished"></translation>
+        <translation>{kind}：{size}（占 {capacity} 的 {share:.0f}%）</translation>
     </message>
     <message>
         <source>Layers {spans}</source>
-        <translation type="unfinished"></translation>
+        <translation>層 {spans}</translation>
     </message>
     <message>
         <source>{used} of {capacity}</source>
-        <translation type="unfinished"></translation>
+        <translation>{used} / {capacity}</translation>
     </message>
 </context>
 <context>
     <name>ModelsPage</name>
     <message>
         <source>Models</source>
-        <translation type="unfinished"></translation>
+        <translation>模型</translation>
     </message>
     <message>
         <source>Pick a model to plan it. Folders to search are set in Settings.</source>
-        <translation type="unfinished"></translation>
+        <translation>選擇一個模型來規劃。要搜尋的資料夾在「設定」中指定。</translation>
     </message>
     <message>
         <source>Open a .gguf file…</source>
-        <translation type="unfinished"></translation>
+        <translation>開啟 .gguf 檔案…</translation>
     </message>
     <message>
         <source>Plan this model</source>
-        <translation type="unfinished"></translation>
+        <translation>規劃此模型</translation>
     </message>
     <message>
         <source>Demo model (SmolLM2 135M Instruct, {size})</source>
-        <translation type="unfinished"></translation>
+        <translation>示範模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
     <message>
         <source>Selected: {name}</source>
-        <translation type="unfinished"></translation>
+        <translation>已選擇：{name}</translation>
     </message>
     <message>
         <source>No model selected.</source>
-        <translation type="unfinished"></translation>
+        <translation>未選擇模型。</translation>
     </message>
     <message>
         <source>Open a GGUF model</source>
-        <translation type="unfinished"></translation>
+        <translation>開啟 GGUF 模型</translation>
     </message>
     <message>
         <source>GGUF models (*.gguf)</source>
-        <translation type="unfinished"></translation>
+        <translation>GGUF 模型 (*.gguf)</translation>
     </message>
 </context>
 <context>
     <name>PlanPage</name>
     <message>
         <source>Pick a model on the Models page to see its plan.</source>
-        <translation type="unfinished"></translation>
+        <translation>在「模型」頁選擇一個模型以查看其計畫。</translation>
     </message>
     <message>
         <source>Waiting for this machine&apos;s hardware…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在等待本機硬體資訊…</translation>
     </message>
     <message>
         <source>Fits. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
-        <translation type="unfinished"></translation>
+        <translation>放得下。每個序列上下文 {context} × {parallel}，KV {kv}，推測解碼 {spec}。</translation>
     </message>
     <message>
         <source>Does not fit as asked.</source>
-        <translation type="unfinished"></translation>
+        <translation>依要求放不下。</translation>
     </message>
     <message>
         <source>{advice} → decode {tps} t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>{advice} → 解碼 {tps} t/s</translation>
+    </message>
+    <message>
+        <source>Working out what would make this faster…</source>
+        <translation>正在計算怎樣能更快…</translation>
     </message>
     <message>
         <source>No advice for this plan.</source>
-        <translation type="unfinished"></translation>
+        <translation>此計畫沒有建議。</translation>
     </message>
     <message>
         <source>Auto</source>
-        <translation type="unfinished"></translation>
+        <translation>自動</translation>
     </message>
     <message>
         <source>Reading the model…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在讀取模型…</translation>
     </message>
     <message>
         <source>Plan: {name}</source>
-        <translation type="unfinished"></translation>
+        <translation>計畫：{name}</translation>
     </message>
     <message>
         <source>Plan</source>
-        <translation type="unfinished"></translation>
+        <translation>計畫</translation>
     </message>
     <message>
         <source>For: what-if rig</source>
-        <translation type="unfinished"></translation>
+        <translation>對象：假設的配置</translation>
     </message>
     <message>
         <source>For: this machine</source>
-        <translation type="unfinished"></translation>
+        <translation>對象：本機</translation>
     </message>
     <message>
         <source>What if…</source>
-        <translation type="unfinished"></translation>
+        <translation>假設…</translation>
     </message>
     <message>
         <source>Back to this machine</source>
-        <translation type="unfinished"></translation>
+        <translation>回到本機</translation>
     </message>
     <message>
         <source>Load</source>
-        <translation type="unfinished"></translation>
+        <translation>載入</translation>
     </message>
     <message>
         <source>Loading from the app comes in a later version; use `loadout chat` or `loadout serve` meanwhile.</source>
-        <translation type="unfinished"></translation>
+        <translation>從應用程式內載入將在後續版本提供；目前請使用 `loadout chat` 或 `loadout serve`。</translation>
     </message>
     <message>
         <source>Request</source>
-        <translation type="unfinished"></translation>
+        <translation>需求</translation>
     </message>
     <message>
         <source>Context</source>
-        <translation type="unfinished"></translation>
+        <translation>上下文</translation>
     </message>
     <message>
         <source>Parallel slots</source>
-        <translation type="unfinished"></translation>
+        <translation>平行槽位</translation>
     </message>
     <message>
         <source>KV cache type</source>
-        <translation type="unfinished"></translation>
+        <translation>KV 快取類型</translation>
     </message>
     <message>
         <source>Speculation</source>
-        <translation type="unfinished"></translation>
+        <translation>推測解碼</translation>
     </message>
     <message>
         <source>Task</source>
-        <translation type="unfinished"></translation>
+        <translation>任務</translation>
     </message>
     <message>
         <source>GPU roles and order</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU 角色與順序</translation>
     </message>
     <message>
         <source>Predicted speed</source>
-        <translation type="unfinished"></translation>
+        <translation>預測速度</translation>
     </message>
     <message>
         <source>decode t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>解碼 t/s</translation>
     </message>
     <message>
         <source>prefill t/s</source>
-        <translation type="unfinished"></translation>
+        <translation>預填充 t/s</translation>
     </message>
     <message>
         <source>time to first token</source>
-        <translation type="unfinished"></translation>
+        <translation>首個 token 時間</translation>
     </message>
     <message>
         <source>Where every byte goes</source>
-        <translation type="unfinished"></translation>
+        <translation>每個位元組的去向</translation>
     </message>
     <message>
         <source>Warnings and reasons</source>
-        <translation type="unfinished"></translation>
+        <translation>警告與原因</translation>
     </message>
     <message>
         <source>What would make this faster</source>
-        <translation type="unfinished"></translation>
+        <translation>怎樣能更快</translation>
     </message>
 </context>
 <context>
     <name>ServerPage</name>
     <message>
         <source>Server</source>
-        <translation type="unfinished"></translation>
+        <translation>伺服器</translation>
     </message>
     <message>
         <source>Load a model from the Plan page to serve it with an OpenAI-compatible API. Until then, `loadout serve MODEL` starts the same server from a terminal.</source>
-        <translation type="unfinished"></translation>
+        <translation>在「計畫」頁載入模型後，即可透過相容 OpenAI 的 API 提供服務。在此之前，可用 `loadout serve MODEL` 從終端機啟動同一伺服器。</translation>
     </message>
 </context>
 <context>
     <name>SettingsPage</name>
     <message>
         <source>Settings</source>
-        <translation type="unfinished"></translation>
+        <translation>設定</translation>
     </message>
     <message>
         <source>Model folders</source>
-        <translation type="unfinished"></translation>
+        <translation>模型資料夾</translation>
     </message>
     <message>
         <source>Language</source>
-        <translation type="unfinished"></translation>
+        <translation>語言</translation>
     </message>
     <message>
         <source>Theme</source>
-        <translation type="unfinished"></translation>
+        <translation>主題</translation>
     </message>
     <message>
         <source>Kept free on each GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>每張 GPU 保留</translation>
     </message>
     <message>
         <source>Kept free in RAM</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體保留</translation>
     </message>
     <message>
         <source>Default task</source>
-        <translation type="unfinished"></translation>
+        <translation>預設任務</translation>
     </message>
     <message>
         <source>Log folder</source>
-        <translation type="unfinished"></translation>
+        <translation>記錄檔資料夾</translation>
     </message>
     <message>
         <source>Add folder…</source>
-        <translation type="unfinished"></translation>
+        <translation>新增資料夾…</translation>
     </message>
     <message>
         <source>Remove</source>
-        <translation type="unfinished"></translation>
+        <translation>移除</translation>
     </message>
     <message>
         <source>Same as the system</source>
-        <translation type="unfinished"></translation>
+        <translation>跟隨系統</translation>
     </message>
     <message>
         <source>Light</source>
-        <translation type="unfinished"></translation>
+        <translation>淺色</translation>
     </message>
     <message>
         <source>Dark</source>
-        <translation type="unfinished"></translation>
+        <translation>深色</translation>
     </message>
     <message>
         <source>Folder with GGUF models</source>
-        <translation type="unfinished"></translation>
+        <translation>存放 GGUF 模型的資料夾</translation>
     </message>
 </context>
 <context>
     <name>WhatIfDialog</name>
     <message>
         <source>What if: edit the machine</source>
-        <translation type="unfinished"></translation>
+        <translation>假設：修改機器配置</translation>
     </message>
     <message>
         <source>GPUs</source>
-        <translation type="unfinished"></translation>
+        <translation>GPU</translation>
     </message>
     <message>
         <source>Add GPU</source>
-        <translation type="unfinished"></translation>
+        <translation>新增 GPU</translation>
     </message>
     <message>
         <source>Remove selected</source>
-        <translation type="unfinished"></translation>
+        <translation>移除所選</translation>
     </message>
     <message>
         <source>RAM</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體</translation>
     </message>
     <message>
         <source>RAM bandwidth</source>
-        <translation type="unfinished"></translation>
+        <translation>記憶體頻寬</translation>
     </message>
     <message>
         <source>Open rig file…</source>
-        <translation type="unfinished"></translation>
+        <translation>開啟配置檔…</translation>
     </message>
     <message>
         <source>Save rig file…</source>
-        <translation type="unfinished"></translation>
+        <translation>儲存配置檔…</translation>
     </message>
     <message>
         <source>Back to this machine</source>
-        <translation type="unfinished"></translation>
+        <translation>回到本機</translation>
     </message>
     <message>
         <source>Open a rig file</source>
-        <translation type="unfinished"></translation>
+        <translation>開啟配置檔</translation>
     </message>
     <message>
         <source>Rig files (*.json)</source>
-        <translation type="unfinished"></translation>
+        <translation>配置檔 (*.json)</translation>
     </message>
     <message>
         <source>Save the rig file</source>
-        <translation type="unfinished"></translation>
+        <translation>儲存配置檔</translation>
     </message>
 </context>
 </TS>
