@@ -1,0 +1,1 @@
+"""``loadout serve``: the OpenAI-compatible HTTP server over one Engine (same process)."""

@@ -1,0 +1,510 @@
+"""OpenAI API shapes: request bodies parsed and checked into the engine's types, and the
+response documents built from the engine's chunks and metrics.
+
+Everything here is pure (no I/O): the HTTP layer hands in decoded JSON and gets back a
+:class:`ParsedRequest` or an :class:`ApiError` carrying the status code and the
+OpenAI-style error document. Extra keys the API does not name (``top_k``, ``min_p``,
+``repeat_penalty``, ``grammar``, ``loop_guard``) are accepted as llama.cpp's server does.
+Responses carry ``usage`` and a ``timings`` object with the speed figures of DESIGN.md
+(the OpenAI schemas allow extra properties on the response objects).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import EngineError
+from engine.metrics import Metrics
+from engine.requests import GenerationRequest, SamplingParams
+from engine.server import grammar as gbnf
+from engine.server import tools as toolcalls
+
+log = logging.getLogger(__name__)
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+MAX_STOP_SEQUENCES = 16
+LOOP_GUARD_MODES = ("stop", "retry", "off")
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                404: "invalid_request_error", 405: "invalid_request_error",
+                413: "invalid_request_error", 415: "invalid_request_error",
+                422: "invalid_request_error", 429: "rate_limit_error",
+                500: "server_error", 503: "server_error"}
+
+
+class ApiError(EngineError):
+    """A request the server answers with an OpenAI-style error document.
+
+    Attributes:
+        status: the HTTP status code.
+        param: the request field at fault, when there is one.
+        code: a short machine-readable code (``context_length_exceeded`` ...).
+        headers: extra response headers (``Retry-After`` ...).
+    """
+
+    def __init__(self, status: int, message: str, *, param: str | None = None,
+                 code: str | None = None, err_type: str | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+        self.err_type = err_type or _ERROR_TYPES.get(status, "invalid_request_error")
+        self.headers = dict(headers or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``{"error": {...}}`` document (``ErrorResponse`` in the OpenAI schemas)."""
+        return {"error": {"message": self.message, "type": self.err_type,
+                          "param": self.param, "code": self.code}}
+
+
+def bad(message: str, param: str | None = None, code: str = "invalid_value") -> ApiError:
+    """A 400 error about ``param``."""
+    return ApiError(400, message, param=param, code=code)
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """What the server knows about the model it serves, for parsing requests.
+
+    Attributes:
+        id: the model id shown by ``/v1/models`` and echoed in responses.
+        aliases: other names accepted in the ``model`` field (file name, ``demo`` ...).
+        n_ctx_per_seq: the context of one sequence, the default cap of ``max_tokens``.
+        template_tools: the chat template renders ``tools`` itself.
+        created: the Unix time shown for the model.
+    """
+
+    id: str
+    aliases: frozenset[str] = frozenset()
+    n_ctx_per_seq: int = 4096
+    template_tools: bool = False
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def accepts(self, name: str) -> bool:
+        return name == self.id or name in self.aliases
+
+
+@dataclass(frozen=True)
+class ParsedRequest:
+    """A checked request, ready for the engine.
+
+    Attributes:
+        generation: what the engine is asked to do.
+        stream: answer with server-sent events.
+        include_usage: streaming only: send a last chunk with ``usage``.
+        tools: the tools whose calls are looked for in the answer (empty: none).
+        echo: completions only: prepend the prompt to the answer.
+    """
+
+    generation: GenerationRequest
+    stream: bool = False
+    include_usage: bool = False
+    tools: tuple[Mapping[str, Any], ...] = ()
+    echo: bool = False
+
+
+# ---------------------------------------------------------------- field readers
+
+
+def _require_object(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise bad("the request body must be a JSON object", code="invalid_json")
+    return body
+
+
+def _number(body: Mapping[str, Any], name: str, lo: float, hi: float) -> float | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise bad(f"'{name}' must be a number", name, "invalid_type")
+    if not lo <= value <= hi:
+        raise bad(f"'{name}' must be between {lo:g} and {hi:g}, not {value}", name)
+    return float(value)
+
+
+def _integer(body: Mapping[str, Any], name: str, lo: int, hi: int | None = None) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise bad(f"'{name}' must be an integer", name, "invalid_type")
+    if value < lo or (hi is not None and value > hi):
+        upper = f" and at most {hi}" if hi is not None else ""
+        raise bad(f"'{name}' must be at least {lo}{upper}, not {value}", name)
+    return int(value)
+
+
+def _boolean(body: Mapping[str, Any], name: str, default: bool = False) -> bool:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise bad(f"'{name}' must be true or false", name, "invalid_type")
+    return value
+
+
+def _check_model(body: Mapping[str, Any], model: ServedModel) -> None:
+    name = body.get("model")
+    if name is None:
+        raise bad("'model' is required", "model", "missing_required_parameter")
+    if not isinstance(name, str):
+        raise bad("'model' must be a string", "model", "invalid_type")
+    if not model.accepts(name):
+        raise ApiError(404, f"the model '{name}' does not exist; this server serves "
+                            f"'{model.id}'", param="model", code="model_not_found")
+
+
+def _stops(body: Mapping[str, Any]) -> tuple[str, ...]:
+    value = body.get("stop")
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
+        raise bad("'stop' must be a string or a list of strings", "stop", "invalid_type")
+    if len(items) > MAX_STOP_SEQUENCES:
+        raise bad(f"'stop' takes at most {MAX_STOP_SEQUENCES} sequences", "stop")
+    return tuple(s for s in items if s)
+
+
+def _unsupported(body: Mapping[str, Any]) -> None:
+    n = _integer(body, "n", 1)
+    if n is not None and n != 1:
+        raise bad("only n=1 is supported", "n", "unsupported_value")
+    best_of = _integer(body, "best_of", 1)
+    if best_of is not None and best_of != 1:
+        raise bad("only best_of=1 is supported", "best_of", "unsupported_value")
+    if body.get("logprobs") not in (None, False, 0):
+        raise bad("logprobs are not supported", "logprobs", "unsupported_value")
+    if body.get("top_logprobs") not in (None, 0):
+        raise bad("logprobs are not supported", "top_logprobs", "unsupported_value")
+    if body.get("logit_bias") not in (None, {}):
+        raise bad("logit_bias is not supported", "logit_bias", "unsupported_value")
+    if body.get("suffix") not in (None, ""):
+        raise bad("suffix is not supported", "suffix", "unsupported_value")
+
+
+def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None
+              ) -> SamplingParams:
+    """The sampling parameters named in ``body``; engine defaults for the rest."""
+    base = SamplingParams()
+    max_tokens = _integer(body, "max_completion_tokens", 1)
+    if max_tokens is None:
+        max_tokens = _integer(body, "max_tokens", 1)
+    if max_tokens is None:
+        max_tokens = model.n_ctx_per_seq  # until the context is full, as OpenAI does
+    values: dict[str, Any] = {"max_tokens": max_tokens, "stop": _stops(body)}
+    for name, lo, hi in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0),
+                         ("min_p", 0.0, 1.0), ("presence_penalty", -2.0, 2.0),
+                         ("frequency_penalty", -2.0, 2.0), ("repeat_penalty", 0.0, 10.0)):
+        number = _number(body, name, lo, hi)
+        if number is not None:
+            values[name] = number
+    top_k = _integer(body, "top_k", 0)
+    if top_k is not None:
+        values["top_k"] = top_k
+    seed = body.get("seed")
+    if seed is not None:
+        values["seed"] = _integer(body, "seed", -(2**63), 2**64 - 1)
+    guard = body.get("loop_guard")
+    if guard is not None:
+        if guard not in LOOP_GUARD_MODES:
+            raise bad(f"'loop_guard' must be one of {', '.join(LOOP_GUARD_MODES)}",
+                      "loop_guard")
+        values["loop_guard"] = guard
+    extra_grammar = body.get("grammar")
+    if extra_grammar is not None:
+        if not isinstance(extra_grammar, str) or not extra_grammar.strip():
+            raise bad("'grammar' must be a GBNF text", "grammar", "invalid_type")
+        if grammar is not None:
+            raise bad("'grammar' cannot be combined with response_format or forced tools",
+                      "grammar")
+        grammar = extra_grammar
+    values["grammar"] = grammar
+    return SamplingParams(**{**base.__dict__, **values})
+
+
+def _response_format_grammar(body: Mapping[str, Any]) -> str | None:
+    fmt = body.get("response_format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, Mapping) or not isinstance(fmt.get("type"), str):
+        raise bad("'response_format' must be an object with a 'type'", "response_format",
+                  "invalid_type")
+    kind = fmt["type"]
+    try:
+        if kind == "text":
+            return None
+        if kind == "json_object":
+            return gbnf.json_object_gbnf()
+        if kind == "json_schema":
+            spec = fmt.get("json_schema")
+            if not isinstance(spec, Mapping):
+                raise bad("'response_format.json_schema' must be an object",
+                          "response_format.json_schema", "invalid_type")
+            schema = spec.get("schema", {"type": "object"})
+            if not isinstance(schema, Mapping):
+                raise bad("'response_format.json_schema.schema' must be an object",
+                          "response_format.json_schema.schema", "invalid_type")
+            return gbnf.schema_to_gbnf(schema)
+    except gbnf.SchemaNotSupported as exc:
+        raise bad(str(exc), "response_format.json_schema.schema",
+                  "unsupported_schema") from exc
+    raise bad(f"unknown response_format type '{kind}' (text, json_object or json_schema)",
+              "response_format.type")
+
+
+# ---------------------------------------------------------------- chat
+
+
+def _message_content(msg: Mapping[str, Any], index: int) -> str | None:
+    content = msg.get("content")
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if not isinstance(part, Mapping) or part.get("type") not in ("text", "refusal"):
+                raise bad("only text content parts are supported",
+                          f"messages[{index}].content", "unsupported_value")
+            text = part.get("text", part.get("refusal"))
+            if not isinstance(text, str):
+                raise bad("a text content part needs a 'text' string",
+                          f"messages[{index}].content", "invalid_type")
+            texts.append(text)
+        return "".join(texts)
+    raise bad("message content must be a string or a list of text parts",
+              f"messages[{index}].content", "invalid_type")
+
+
+def _messages(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    raw = body.get("messages")
+    if raw is None:
+        raise bad("'messages' is required", "messages", "missing_required_parameter")
+    if not isinstance(raw, list) or not raw:
+        raise bad("'messages' must be a non-empty list", "messages", "invalid_type")
+    out = []
+    for i, msg in enumerate(raw):
+        if not isinstance(msg, Mapping):
+            raise bad("each message must be an object", f"messages[{i}]", "invalid_type")
+        role = msg.get("role")
+        if role not in ROLES:
+            raise bad(f"messages[{i}].role must be one of {', '.join(sorted(ROLES))}",
+                      f"messages[{i}].role")
+        content = _message_content(msg, i)
+        item: dict[str, Any] = {"role": "system" if role == "developer" else role,
+                                "content": content or ""}
+        for key in ("name", "tool_calls", "tool_call_id"):
+            if msg.get(key) is not None:
+                item[key] = msg[key]
+        out.append(item)
+    return tuple(out)
+
+
+def _tools(body: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], str | None]:
+    """The declared tools and the tool choice: ``None`` (model decides), ``"none"``,
+    ``"required"`` or a function name."""
+    raw = body.get("tools")
+    choice_raw = body.get("tool_choice")
+    if raw is None:
+        if choice_raw not in (None, "none", "auto"):
+            raise bad("'tool_choice' needs 'tools'", "tool_choice")
+        return (), "none"
+    if not isinstance(raw, list):
+        raise bad("'tools' must be a list", "tools", "invalid_type")
+    tools: list[Mapping[str, Any]] = []
+    for i, tool in enumerate(raw):
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(tool, Mapping) or tool.get("type") != "function" \
+                or not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
+            raise bad("each tool must be {'type': 'function', 'function': {'name': ...}}",
+                      f"tools[{i}]", "invalid_type")
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, Mapping):
+            raise bad("function parameters must be a JSON schema object",
+                      f"tools[{i}].function.parameters", "invalid_type")
+        tools.append(tool)
+    if choice_raw in (None, "auto"):
+        choice: str | None = None
+    elif choice_raw in ("none", "required"):
+        choice = choice_raw
+    elif isinstance(choice_raw, Mapping) and isinstance(choice_raw.get("function"), Mapping):
+        choice = choice_raw["function"].get("name")
+        if choice not in {t["function"]["name"] for t in tools}:
+            raise bad(f"tool_choice names '{choice}', which is not among the tools",
+                      "tool_choice")
+    else:
+        raise bad("'tool_choice' must be none, auto, required or {'type': 'function', "
+                  "'function': {'name': ...}}", "tool_choice", "invalid_type")
+    return tuple(tools), choice
+
+
+def parse_chat(body: Any, model: ServedModel) -> ParsedRequest:
+    """Check a ``/v1/chat/completions`` body and turn it into an engine request.
+
+    Raises:
+        ApiError: the body is not a valid request for this server (4xx).
+    """
+    body = _require_object(body)
+    _check_model(body, model)
+    _unsupported(body)
+    messages = _messages(body)
+    tools, choice = _tools(body)
+    stream = _boolean(body, "stream")
+    grammar = _response_format_grammar(body)
+    template_tools: tuple[Mapping[str, Any], ...] | None = None
+    if tools and choice != "none":
+        forced = choice is not None  # "required" or a named function
+        if forced:
+            if grammar is not None:
+                raise bad("a forced tool call cannot be combined with response_format",
+                          "tool_choice")
+            try:
+                grammar = gbnf.tool_call_gbnf(tools, None if choice == "required" else choice)
+            except gbnf.SchemaNotSupported as exc:
+                raise bad(str(exc), "tools", "unsupported_schema") from exc
+        if model.template_tools:
+            template_tools = tools
+        else:
+            offered = tools if choice in (None, "required") else \
+                tuple(t for t in tools if t["function"]["name"] == choice)
+            messages = toolcalls.with_fallback_tools(messages, offered, forced)
+    stream_options = body.get("stream_options")
+    include_usage = False
+    if stream_options is not None:
+        if not isinstance(stream_options, Mapping):
+            raise bad("'stream_options' must be an object", "stream_options", "invalid_type")
+        include_usage = _boolean(stream_options, "include_usage")
+    params = _sampling(body, model, grammar)
+    generation = GenerationRequest(messages=messages, tools=template_tools, params=params)
+    return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
+                         tools=tools if choice != "none" else ())
+
+
+# ---------------------------------------------------------------- completions
+
+
+def parse_completion(body: Any, model: ServedModel) -> ParsedRequest:
+    """Check a ``/v1/completions`` body and turn it into an engine request.
+
+    Raises:
+        ApiError: the body is not a valid request for this server (4xx).
+    """
+    body = _require_object(body)
+    _check_model(body, model)
+    _unsupported(body)
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if prompt is None:
+        raise bad("'prompt' is required", "prompt", "missing_required_parameter")
+    if not isinstance(prompt, str):
+        raise bad("'prompt' must be a string (one prompt per request)", "prompt",
+                  "invalid_type")
+    stream = _boolean(body, "stream")
+    echo = _boolean(body, "echo")
+    stream_options = body.get("stream_options")
+    include_usage = isinstance(stream_options, Mapping) and \
+        _boolean(stream_options, "include_usage")
+    params = _sampling(body, model, _response_format_grammar(body))
+    return ParsedRequest(generation=GenerationRequest(prompt=prompt, params=params),
+                         stream=stream, include_usage=include_usage, echo=echo)
+
+
+# ---------------------------------------------------------------- responses
+
+
+def new_id(prefix: str) -> str:
+    """A fresh response id like ``chatcmpl-9f...``."""
+    return f"{prefix}-{secrets.token_hex(12)}"
+
+
+def finish_reason(engine_reason: str | None, has_tool_calls: bool = False) -> str | None:
+    """The OpenAI finish reason for the engine's (a stopped loop is a stop)."""
+    if engine_reason is None:
+        return None
+    if has_tool_calls:
+        return "tool_calls"
+    return "length" if engine_reason == "length" else "stop"
+
+
+def usage_json(m: Metrics) -> dict[str, Any]:
+    """``usage`` (``CompletionUsage``): token counts with the cached prompt tokens."""
+    return {"prompt_tokens": m.prompt_tokens, "completion_tokens": m.generated_tokens,
+            "total_tokens": m.prompt_tokens + m.generated_tokens,
+            "prompt_tokens_details": {"cached_tokens": m.cached_tokens}}
+
+
+def timings_json(m: Metrics, loop_guard: str | None = None) -> dict[str, Any]:
+    """The speed figures of DESIGN.md, named as there (``acceptance`` when speculating)."""
+    doc: dict[str, Any] = {
+        "ttft_s": m.ttft_s, "prefill_tps": m.prefill_tps, "decode_tps": m.decode_tps,
+        "e2e_tps": m.e2e_tps, "prompt_tokens": m.prompt_tokens,
+        "cached_tokens": m.cached_tokens, "generated_tokens": m.generated_tokens,
+        "prefill_s": m.prefill_s,
+    }
+    if m.drafted_tokens:
+        doc.update(acceptance=m.acceptance, drafted_tokens=m.drafted_tokens,
+                   accepted_tokens=m.accepted_tokens, tokens_per_step=m.tokens_per_step)
+    if loop_guard:
+        doc["loop_guard"] = loop_guard
+    return doc
+
+
+def chat_response(rid: str, created: int, model: str, content: str | None,
+                  calls: Sequence[toolcalls.ToolCall], reason: str | None, metrics: Metrics,
+                  loop_guard: str | None = None) -> dict[str, Any]:
+    """A whole ``chat.completion`` document."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if calls:
+        message["tool_calls"] = [c.to_json() for c in calls]
+    return {"id": rid, "object": "chat.completion", "created": created, "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": finish_reason(reason, bool(calls)) or "stop"}],
+            "usage": usage_json(metrics), "timings": timings_json(metrics, loop_guard)}
+
+
+def chat_chunk(rid: str, created: int, model: str, delta: Mapping[str, Any],
+               reason: str | None = None) -> dict[str, Any]:
+    """One ``chat.completion.chunk`` with one choice."""
+    return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": dict(delta), "logprobs": None,
+                         "finish_reason": reason}]}
+
+
+def chat_usage_chunk(rid: str, created: int, model: str, metrics: Metrics) -> dict[str, Any]:
+    """The last chunk when ``stream_options.include_usage``: no choices, the usage."""
+    return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [], "usage": usage_json(metrics), "timings": timings_json(metrics)}
+
+
+def completion_response(rid: str, created: int, model: str, text: str, reason: str | None,
+                        metrics: Metrics | None, loop_guard: str | None = None
+                        ) -> dict[str, Any]:
+    """A ``text_completion`` document (also each streamed piece, without usage)."""
+    doc: dict[str, Any] = {
+        "id": rid, "object": "text_completion", "created": created, "model": model,
+        "choices": [{"index": 0, "text": text, "logprobs": None,
+                     "finish_reason": finish_reason(reason)}],
+    }
+    if metrics is not None:
+        doc["usage"] = usage_json(metrics)
+        doc["timings"] = timings_json(metrics, loop_guard)
+    return doc
+
+
+def models_list(model: ServedModel) -> dict[str, Any]:
+    """The ``/v1/models`` document: the one model this server serves."""
+    return {"object": "list", "data": [
+        {"id": model.id, "object": "model", "created": model.created, "owned_by": "loadout"},
+    ]}

@@ -1,0 +1,173 @@
+"""Running the server: bind, load the model in the background, serve until stopped.
+
+The socket is bound first (a busy port fails at once, before a long load), uvicorn
+starts answering (``/health`` says ``loading`` with the progress), the model loads on a
+helper thread, and once it is ready one line goes to stdout: the base URL, and the API
+key when one was generated (the only time it is shown). With ``ready_json`` that line is
+a JSON document for the desktop app.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from engine.errors import EngineError
+from engine.launch import LaunchSpec
+from engine.server.app import ServerState, build_app
+from engine.server.security import DEFAULT_MAX_BODY_BYTES, SecurityPolicy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Everything ``loadout serve`` was asked for.
+
+    Attributes:
+        spec: what llama.cpp loads (``n_seq_max`` is the number of parallel slots).
+        host, port: where to listen (port 0: any free port, shown in the ready line).
+        api_key: the key clients must send; generated when binding off loopback.
+        cors_origins: origins allowed by CORS (none: CORS off).
+        queue_size: requests that may wait for a slot before 503.
+        max_body_bytes: largest request body.
+        ready_json: print the ready line as JSON.
+        aliases: extra names accepted in a request's ``model`` field.
+        model_id: the id shown by ``/v1/models`` (default: the model's own name).
+    """
+
+    spec: LaunchSpec
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_key: str | None = None
+    cors_origins: tuple[str, ...] = ()
+    queue_size: int = 64
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    ready_json: bool = False
+    aliases: tuple[str, ...] = ()
+    model_id: str | None = None
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv4 or IPv6 by the address's form).
+
+    Raises:
+        OSError: the address is in use or cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if sys.platform != "win32":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def base_url(sock: socket.socket, host: str) -> str:
+    """``http://HOST:PORT`` of a bound socket (a wildcard host shown as loopback)."""
+    port = sock.getsockname()[1]
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    if ":" in shown:
+        shown = f"[{shown.strip('[]')}]"
+    return f"http://{shown}:{port}"
+
+
+def ready_message(url: str, model: str, policy: SecurityPolicy, as_json: bool) -> str:
+    """The one line printed when the server is ready."""
+    key = policy.api_key if policy.key_generated else None
+    if as_json:
+        doc: dict[str, Any] = {"event": "ready", "url": url, "base_url": f"{url}/v1",
+                               "model": model, "api_key": key,
+                               "auth": policy.api_key is not None}
+        return json.dumps(doc)
+    line = f"Loadout serving {model} at {url}/v1 (OpenAI-compatible)"
+    if key:
+        line += f"\nAPI key (shown once): {key}"
+    return line
+
+
+def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.Event,
+                 on_ready: Callable[[str], None], on_error: Callable[[str], None]) -> None:
+    from engine.runtime import Engine
+
+    def progress(value: float) -> bool:
+        state.load_progress = value
+        return not stopping.is_set()
+
+    try:
+        engine = Engine(options.spec, queue_size=options.queue_size, progress=progress)
+    except EngineError as exc:
+        state.fail(str(exc))
+        on_error(str(exc))
+        return
+    except Exception as exc:  # report, never leave the server answering "loading"
+        log.exception("model load failed")
+        state.fail(f"{type(exc).__name__}: {exc}")
+        on_error(f"{type(exc).__name__}: {exc}")
+        return
+    if stopping.is_set():
+        engine.close()
+        return
+    state.attach(engine)
+    assert state.served is not None
+    on_ready(state.served.id)
+
+
+def serve(options: ServeOptions, out: TextIO | None = None) -> int:
+    """Serve until interrupted (SIGINT / SIGTERM). Returns the process exit code.
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    import uvicorn
+
+    stdout = out or sys.stdout
+    policy = SecurityPolicy.resolve(options.host, options.api_key, options.cors_origins,
+                                    options.max_body_bytes)
+    state = ServerState(model_id=options.model_id, aliases=options.aliases)
+    app = build_app(state, policy)
+    sock = bind_socket(options.host, options.port)
+    url = base_url(sock, options.host)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=3, timeout_keep_alive=30)
+    server = uvicorn.Server(config)
+    stopping = threading.Event()
+    failed: list[str] = []
+
+    def on_ready(model: str) -> None:
+        print(ready_message(url, model, policy, options.ready_json), file=stdout, flush=True)
+
+    def on_error(message: str) -> None:
+        failed.append(message)
+        if options.ready_json:
+            print(json.dumps({"event": "error", "error": message}), file=stdout, flush=True)
+        server.should_exit = True
+
+    loader = threading.Thread(target=_load_engine, name="loadout-load", daemon=True,
+                              args=(options, state, stopping, on_ready, on_error))
+    loader.start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        stopping.set()
+        loader.join()
+        engine = state.engine
+        close = getattr(engine, "close", None)
+        if close is not None:
+            close()
+        sock.close()
+    if failed:
+        print(f"loadout serve: the model failed to load: {failed[0]}", file=sys.stderr)
+        return 1
+    return 0

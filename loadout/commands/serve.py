@@ -1,0 +1,77 @@
+"""``loadout serve MODEL``: the engine process, an OpenAI-compatible HTTP server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API")
+    p.add_argument("model", nargs="?", default="demo",
+                   help="a .gguf path or 'demo' (default)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs a key)")
+    p.add_argument("--port", type=int, default=8080, help="port (0: any free port)")
+    p.add_argument("--parallel", type=int, default=4,
+                   help="sequences decoded together (slots)")
+    p.add_argument("--ctx", type=int, default=4096, help="context of each sequence (tokens)")
+    p.add_argument("--api-key", default=None,
+                   help="key clients must send (generated and shown once when --host is "
+                        "not loopback and none is given)")
+    p.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
+                   help="allow this browser origin (repeatable; CORS is off by default)")
+    p.add_argument("--queue-size", type=int, default=64,
+                   help="requests that may wait for a slot before 503")
+    p.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    p.add_argument("--threads", type=int, default=None, help="decode threads")
+    p.add_argument("--ngl", type=int, default=None, help="layers on the GPU (-1: all)")
+    p.add_argument("--kv-type", default=None, help="KV cache type (f16, q8_0, q4_0 ...)")
+    p.add_argument("--launch-spec", type=Path, default=None, metavar="FILE",
+                   help="a LaunchSpec JSON (from a Plan); overrides --ctx/--parallel")
+    p.add_argument("--alias", action="append", default=[],
+                   help="another name accepted as the request's model (repeatable)")
+    p.add_argument("--ready-json", action="store_true",
+                   help="print the ready line (URL, generated key) as one JSON document")
+
+
+def _spec(args: argparse.Namespace, model_path: Path) -> Any:
+    from engine.launch import LaunchSpec
+
+    if args.launch_spec is not None:
+        doc = json.loads(args.launch_spec.read_text(encoding="utf-8"))
+        doc["model_path"] = str(model_path)
+        return LaunchSpec.from_json(doc)
+    parallel = max(1, args.parallel)
+    changes: dict[str, Any] = {"n_ctx": max(64, args.ctx) * parallel, "n_seq_max": parallel}
+    if args.threads:
+        changes["n_threads"] = args.threads
+    if args.ngl is not None:
+        changes["n_gpu_layers"] = args.ngl
+    if args.kv_type:
+        changes["type_k"] = changes["type_v"] = args.kv_type.lower()
+    return LaunchSpec(model_path=str(model_path), **changes)
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine.models import resolve_local_model
+    from engine.server.runner import ServeOptions, serve
+
+    path = resolve_local_model(args.model)
+    aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
+    aliases += (path.name, path.stem)
+    options = ServeOptions(spec=_spec(args, path), host=args.host, port=args.port,
+                           api_key=args.api_key, cors_origins=tuple(args.cors),
+                           queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
+                           ready_json=args.ready_json, aliases=aliases,
+                           model_id=path.stem)
+    print(f"loading {path.name} ...", file=sys.stderr, flush=True)
+    try:
+        return serve(options)
+    except OSError as exc:
+        print(f"loadout serve: cannot listen on {args.host}:{args.port}: {exc}",
+              file=sys.stderr)
+        return 1
