@@ -80,9 +80,7 @@ def _visible_texts(root: QWidget) -> dict[str, str]:
         if not w.isVisible():
             continue
         key = f"{type(w).__name__}#{w.objectName() or i}"
-        if isinstance(w, QLabel):
-            texts[key] = w.text()
-        elif isinstance(w, QAbstractButton):
+        if isinstance(w, QLabel | QAbstractButton):
             texts[key] = w.text()
         elif isinstance(w, QGroupBox):
             texts[key] = w.title()
