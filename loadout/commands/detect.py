@@ -52,11 +52,13 @@ def _source(figure: str, measured: list[str], notes: list[str]) -> str:
 def describe(doc: dict[str, Any]) -> str:
     """Readable text of an Inventory JSON document."""
     h = doc["host"]
+    host_bw = "measured" if "bandwidth_gbps" in h["measured"] else "not measured: typical"
     lines = [
         f"Host: {h['cpu']}, {h['cores']} cores / {h['threads']} threads, "
         f"{h['numa_nodes']} NUMA node(s)",
         f"  RAM {_gib(h['ram_total_bytes'])} total, {_gib(h['ram_available_bytes'])} available,"
-        f" {h['bandwidth_gbps']:.1f} GB/s ({_source('bandwidth_gbps', h['measured'], [])})",
+        f" {h['bandwidth_gbps']:.1f} GB/s "
+        f"({host_bw})",
         f"  ISA: {' '.join(h['isa']) or 'none reported'}",
     ]
     if not doc["gpus"]:
