@@ -15,6 +15,7 @@ so the GUI can run it off its thread.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -215,15 +216,29 @@ def _with_engine(gpus: list[Gpu], src: Sources, host: Host, run: _Run) -> list[G
 def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> Host:
     cached = cache.host.get("bandwidth_gbps")
     if isinstance(cached, int | float) and cached > 0:
+        if cache.host.get("busy"):
+            run.notes.append("host_busy_while_measuring")
         return replace(host, bandwidth_gbps=float(cached),
                        measured=(*host.measured, "bandwidth_gbps"))
     if not measure:
         run.notes.append("host_bandwidth_default")
         return replace(host, bandwidth_gbps=DEFAULT_HOST_BANDWIDTH_GBPS)
+    busy = _busy(host.threads)
     gbps = host_bandwidth(host.threads, cancelled=run.cancelled)
     run.step("host_bandwidth", 0.5)  # a cancel during the probe stops here
-    cache.host = {"bandwidth_gbps": gbps, "method": "numpy_copy", "threads": host.threads}
+    cache.host = {"bandwidth_gbps": gbps, "method": "numpy_copy", "threads": host.threads,
+                  "busy": busy}
+    if busy:
+        run.notes.append("host_busy_while_measuring")
     return replace(host, bandwidth_gbps=gbps, measured=(*host.measured, "bandwidth_gbps"))
+
+
+def _busy(threads: int) -> bool:
+    """Whether other work already keeps the CPUs busy (a probe then reads low)."""
+    try:
+        return os.getloadavg()[0] >= 0.75 * threads
+    except (AttributeError, OSError):  # Windows has no load average
+        return False
 
 
 def _gpu_key(gpu: Gpu) -> str:
