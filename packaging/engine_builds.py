@@ -269,13 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = recipes(args.cuda_arch, args.hip_targets)
     if args.list or not args.backend:
-        for recipe in table.values():
-            print(f"{recipe.backend:7} {shlex.join(recipe.cmake_args)}\n"
-                  f"        on {', '.join(recipe.platforms)}; needs {recipe.needs}")
+        for each in table.values():
+            print(f"{each.backend:7} {shlex.join(each.cmake_args)}\n"
+                  f"        on {', '.join(each.platforms)}; needs {each.needs}")
         return 0
-    recipe = table.get(args.backend)
-    if recipe is None:
+    if args.backend not in table:
         parser.error(f"unknown backend {args.backend!r}; one of {', '.join(table)}")
+    recipe = table[args.backend]
     extra = cuda_toolkit_fill(args.python) if args.cuda_fill_toolkit else ()
     try:
         wheel = build(recipe, args.python, max(1, args.jobs), args.nice, extra)
