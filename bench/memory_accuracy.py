@@ -32,7 +32,7 @@ from engine.gguf_file import load_profile  # noqa: E402
 from planner.memory import MemoryConfig, Placement, estimate  # noqa: E402
 
 MIB = 1024 * 1024
-ROUNDING = 0.005 * MIB
+ROUNDING = 0.0051 * MIB  # llama.cpp prints MiB with two decimals
 PARTS = ("model", "kv", "compute", "output")
 GOAL_TOTAL, GOAL_UNDER, GOAL_PART = 3.0, 2.0, 5.0
 _LINE = re.compile(r"(\S+)\s+(model|KV|RS|compute|output) buffer size\s*=\s*([\d.]+) MiB")
