@@ -94,3 +94,63 @@ def buffer_type(device_name: str) -> int:
 def buffer_type_name(buft: int) -> str:
     """The name llama.cpp prints for a buffer type (``CPU``, ``CUDA0``, ``CUDA_Host`` ...)."""
     return _text(_lib().ggml_backend_buft_name(ctypes.c_void_p(buft)))
+
+
+@cache
+def _bare_lib() -> Any:
+    """libggml loaded from llama-cpp-python's package folder *without* importing the
+    package (which pulls in numpy and jinja2: most of a cold ``loadout detect``).
+
+    The same file llama_cpp loads later, so the process keeps one ggml either way.
+
+    Raises:
+        OSError: not on Linux/macOS, or the library is not where llama_cpp keeps it.
+    """
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if not sys.platform.startswith(("linux", "darwin")):
+        raise OSError("the bare ggml load is only done on Linux and macOS")
+    spec = importlib.util.find_spec("llama_cpp")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        for name in ("libggml.so", "libggml.dylib"):
+            path = Path(folder) / "lib" / name
+            if path.exists():
+                lib = ctypes.CDLL(str(path))
+                lib.ggml_backend_dev_count.argtypes = []
+                lib.ggml_backend_dev_count.restype = ctypes.c_size_t
+                lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+                lib.ggml_backend_dev_get.restype = ctypes.c_void_p
+                for fn in ("ggml_backend_dev_name", "ggml_backend_dev_description"):
+                    getattr(lib, fn).argtypes = [ctypes.c_void_p]
+                    getattr(lib, fn).restype = ctypes.c_char_p
+                lib.ggml_backend_dev_memory.argtypes = [
+                    ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                    ctypes.POINTER(ctypes.c_size_t)]
+                lib.ggml_backend_dev_memory.restype = None
+                lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+                lib.ggml_backend_dev_type.restype = ctypes.c_int
+                return lib
+    raise OSError("llama_cpp's ggml library was not found")
+
+
+def engine_devices_quick() -> list[EngineDevice]:
+    """Like :func:`engine_devices`, without importing ``llama_cpp`` where that can be
+    avoided (hardware detection, which must stay fast)."""
+    try:
+        lib = _bare_lib()
+    except OSError:
+        return engine_devices()
+    devices: list[EngineDevice] = []
+    for i in range(int(lib.ggml_backend_dev_count())):
+        dev = lib.ggml_backend_dev_get(i)
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        devices.append(EngineDevice(
+            index=i, name=_text(lib.ggml_backend_dev_name(dev)),
+            description=_text(lib.ggml_backend_dev_description(dev)),
+            kind=DEVICE_TYPES.get(int(lib.ggml_backend_dev_type(dev)), "unknown"),
+            free_bytes=int(free.value), total_bytes=int(total.value)))
+    return devices

@@ -197,9 +197,9 @@ def _with_engine(gpus: list[Gpu], src: Sources, host: Host, run: _Run) -> list[G
         if src.engine_devices is not None:
             devices = list(src.engine_devices())
         else:
-            from engine.ggml_devices import engine_devices
+            from engine.ggml_devices import engine_devices_quick
 
-            devices = engine_devices()
+            devices = engine_devices_quick()
     except Exception as exc:  # an engine build that fails to load must not stop detection
         log.warning("the engine's device list is unavailable: %s", exc)
         run.notes.append("engine_devices_unavailable")

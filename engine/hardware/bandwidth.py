@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 log = logging.getLogger(__name__)
 
 MIB = 2**20
@@ -36,6 +34,8 @@ def host_bandwidth(threads: int, size_bytes: int = 256 * MIB, budget_s: float = 
     Returns:
         The best round's traffic (read + write) per second, in GB/s.
     """
+    import numpy as np  # here, not at the top: a warm detect measures nothing
+
     threads = max(1, min(threads, 16))
     count = size_bytes // 8 // threads * threads
     src = np.ones(count, dtype=np.float64)
