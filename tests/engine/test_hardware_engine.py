@@ -94,3 +94,19 @@ def test_device_names_map_to_backends_and_vendors() -> None:
     assert backend_of("BLAS") is None
     assert vendor_of("AMD Radeon RX 7900 XTX (RADV NAVI31)") is Vendor.AMD
     assert vendor_of("llvmpipe (LLVM 17.0.6, 256 bits)") is Vendor.OTHER
+
+
+def test_quick_device_list_matches_the_bindings_and_skips_their_import() -> None:
+    import subprocess
+    import sys
+
+    from engine.ggml_devices import engine_devices_quick
+
+    quick = engine_devices_quick()
+    assert [(d.name, d.kind, d.total_bytes) for d in quick] == \
+        [(d.name, d.kind, d.total_bytes) for d in engine_devices()]
+    probe = ("import sys; from engine.ggml_devices import engine_devices_quick as q; "
+             "assert q(); print('llama_cpp' in sys.modules, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.split() == ["False", "False"]
