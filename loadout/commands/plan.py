@@ -1,0 +1,185 @@
+"""``loadout plan MODEL``: where every byte goes on this machine (or a rig), and how fast.
+
+Readable text by default (roles, a per-device memory map, spills, speeds, reasons,
+warnings and advice); ``--json`` prints exactly one ``loadout.plan/1`` document.
+Several MODEL files (quantizations of one model) make the planner choose among them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TASKS = ("chat", "code", "agent", "math", "creative")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("plan", help="plan a model on this machine (or a rig file) and "
+                                    "predict its speed")
+    p.add_argument("model", nargs="+",
+                   help="a .gguf path, 'demo' or hf:OWNER/REPO/FILE.gguf; several files "
+                        "(quantizations of one model) to let the planner choose")
+    p.add_argument("--rig", default=None, help="plan for the hardware in this JSON rig file")
+    p.add_argument("--ctx", type=int, default=None, help="context per sequence (tokens)")
+    p.add_argument("--parallel", type=int, default=1, help="sequences served at once")
+    p.add_argument("--task", choices=TASKS, default="chat")
+    p.add_argument("--priority", choices=("speed", "context", "quality"), default="speed")
+    p.add_argument("--depth", type=int, default=0,
+                   help="tokens already in the context when decoding")
+    p.add_argument("--prompt-tokens", type=int, default=1024,
+                   help="prompt length the TTFT is predicted for")
+    p.add_argument("--ngl", type=int, default=None, help="llama.cpp -ngl (pinned)")
+    p.add_argument("--n-cpu-moe", type=int, default=None,
+                   help="routed experts of the first N layers stay in RAM (pinned)")
+    p.add_argument("--tensor-split", default=None, help="A,B,... share per GPU (pinned)")
+    p.add_argument("--kv-type", choices=("f16", "q8_0", "q4_0"), default=None)
+    p.add_argument("--spec", default=None, help="off|ngram|draft|mtp[:N] (pinned)")
+    p.add_argument("--draft-model", default=None, help="a draft model .gguf")
+    p.add_argument("--roles", default=None, help="main,helper,off,... one per GPU")
+    p.add_argument("--rope-scaling", action="store_true",
+                   help="allow a context beyond the training context")
+    p.add_argument("--no-advice", action="store_true", help="skip the what-if advice")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _profile(spec: str) -> Any:
+    if spec.startswith("hf:"):
+        from engine.hub.remote import load_remote_profile
+
+        return load_remote_profile(spec)
+    from engine.gguf_file import load_profile
+    from engine.models import resolve_local_model
+
+    return load_profile(resolve_local_model(spec))
+
+
+def _inventory(rig: str | None) -> Any:
+    from planner.inventory import Inventory
+
+    if rig:
+        with open(Path(rig).expanduser(), encoding="utf-8") as f:
+            return Inventory.from_json(json.load(f))
+    from engine.hardware import detect
+
+    return detect()
+
+
+def build_request(args: argparse.Namespace) -> Any:
+    """The planner Request for these arguments (draft model profile loaded)."""
+    from planner.request import Priority, Request, Role, SpecRequest, TaskKind
+
+    split = None
+    if args.tensor_split:
+        split = tuple(float(x) for x in args.tensor_split.split(","))
+    roles = None
+    if args.roles:
+        roles = tuple(Role(r.strip().lower()) for r in args.roles.split(","))
+    draft = _profile(args.draft_model) if args.draft_model else None
+    return Request(
+        context=args.ctx, parallel=args.parallel, task=TaskKind(args.task),
+        priority=Priority(args.priority), depth=args.depth, prompt_tokens=args.prompt_tokens,
+        n_gpu_layers=args.ngl, n_cpu_moe=args.n_cpu_moe, tensor_split=split,
+        kv_type=args.kv_type, spec=SpecRequest.parse(args.spec) if args.spec else None,
+        draft_profile=draft, draft_path=args.draft_model, roles=roles,
+        rope_scaling=args.rope_scaling, advise=not args.no_advice)
+
+
+def run(args: argparse.Namespace) -> int:
+    from planner.plan import plan
+    from planner.quant import choose
+
+    inventory = _inventory(args.rig)
+    try:
+        request = build_request(args)
+    except ValueError as exc:
+        print(f"loadout plan: error: {exc}", file=sys.stderr)
+        return 2
+    profiles = [_profile(m) for m in args.model]
+    plans = [plan(inventory, p, request) for p in profiles]
+    chosen = 0
+    if len(plans) > 1:
+        from planner.speed import CONSTANTS
+
+        pick = choose([(p, pl.fits, pl.streams_from_disk, pl.predicted.decode_tps)
+                       for p, pl in zip(profiles, plans, strict=True)],
+                      CONSTANTS.usable_decode_tps)
+        chosen = pick.index
+    result = plans[chosen]
+    if args.json:
+        doc = result.to_json()
+        doc["model_path"] = args.model[chosen]
+        if len(plans) > 1:
+            doc["quant_choice"] = {"chosen": args.model[chosen], "candidates": [
+                {"model": m, "quant": pl.quant, "fits": pl.fits,
+                 "decode_tps": round(pl.predicted.decode_tps, 2)}
+                for m, pl in zip(args.model, plans, strict=True)]}
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render(result, args.model[chosen]))
+    return 0
+
+
+def _gib(n: float) -> str:
+    return f"{n / (1 << 30):.2f} GiB"
+
+
+def _ranges(rs: Any) -> str:
+    return ",".join(f"{a}-{b - 1}" if b - a > 1 else str(a) for a, b in rs) or "-"
+
+
+def render(plan: Any, model: str) -> str:
+    """The readable plan: roles, memory map, spills, speeds, reasons, warnings, advice."""
+    p = plan
+    lines = [f"Plan for {model} ({p.quant}): {'fits' if p.fits else 'DOES NOT FIT'}"
+             f"  [{', '.join(r.value for r in p.reasons)}]"]
+    for r in p.roles:
+        lines.append(f"  GPU {r.gpu} {r.name}: {r.role.value} ({r.reason.value})")
+    lines.append("Memory map:")
+    lines.append(f"  {'device':<8}{'weights':>12}{'KV':>12}{'compute':>12}{'other':>12}"
+                 f"{'reserve':>12}{'capacity':>12}  layers / experts")
+    for d in p.devices:
+        lines.append(f"  {d.id:<8}{_gib(d.weights_bytes):>12}{_gib(d.kv_bytes):>12}"
+                     f"{_gib(d.compute_bytes):>12}{_gib(d.other_bytes):>12}"
+                     f"{_gib(d.reserve_bytes):>12}{_gib(d.capacity_bytes):>12}  "
+                     f"{_ranges(d.layers)} / {_ranges(d.expert_layers)}")
+    for s in p.spills:
+        lines.append(f"  spill: {s.kind.value} {_ranges(s.layers)} {_gib(s.bytes)} -> {s.to}"
+                     f" (costs {s.cost_ms:.2f} ms per token)")
+    spec = p.speculative
+    lines.append(f"Context {p.context} x {p.parallel} slot(s), KV {p.kv_type}, "
+                 f"flash attention {'on' if p.flash_attn else 'off'}, speculation "
+                 f"{spec.mode.value}" + (f" (draft {spec.draft_tokens}, "
+                                         f"{spec.tokens_per_step:.2f} tokens/step)"
+                                         if spec.draft_tokens else ""))
+    pr = p.predicted
+    lines.append(f"Predicted: decode {pr.decode_tps:.1f} t/s, prefill {pr.prefill_tps:.0f} t/s,"
+                 f" TTFT {pr.ttft_s:.2f} s for {pr.prompt_tokens} prompt tokens"
+                 f" (depth {pr.depth})")
+    if p.bottleneck:
+        b = p.bottleneck
+        lines.append(f"Bottleneck: {b.kind.value} on {b.device} ({b.what}, "
+                     f"{b.share * 100:.0f}% of the time per token)")
+    for d in p.decisions:
+        lines.append(f"  decision: {_note(d)}")
+    for w in p.warnings:
+        lines.append(f"  warning: {_note(w)}")
+    for a in p.advice:
+        verdict = "helps" if a.helps else "does not help"
+        extra = " ".join(f"{k}={v}" for k, v in a.numbers)
+        lines.append(f"  advice: {a.code.value} {extra} -> decode {a.decode_tps:.1f} t/s "
+                     f"({verdict})")
+    e = p.engine
+    lines.append(f"Engine: n_gpu_layers={e['n_gpu_layers']} tensor_split={e['tensor_split']} "
+                 f"main_gpu={e['main_gpu']} n_ctx={e['n_ctx']} type_k/v={p.kv_type} "
+                 f"overrides={len(e['tensor_overrides'])}")
+    return "\n".join(lines)
+
+
+def _note(note: Any) -> str:
+    return note.code.value + "".join(f" {k}={v}" for k, v in note.numbers)

@@ -1,0 +1,102 @@
+"""The Plan's ``engine`` object: llama-cpp-python ``Llama`` parameters that carry it out.
+
+Names and values are those of ``llama_cpp.Llama`` (``type_k`` / ``type_v`` as ggml type
+ids, ``split_mode`` as ``LLAMA_SPLIT_MODE_*``), plus ``tensor_overrides``: a list of
+``[regex, device]`` pairs with llama.cpp device names ("CPU", "CUDA0", "ROCm1", ...).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from planner.inventory import Backend, Inventory
+from planner.profile import ModelProfile
+from planner.request import Request
+
+if TYPE_CHECKING:
+    from planner.trials import Trial
+
+GGML_TYPE_IDS = {"f16": 1, "q4_0": 2, "q8_0": 8}
+SPLIT_MODE_NONE = 0
+SPLIT_MODE_LAYER = 1
+EXPERT_PATTERN = "ffn_(up|down|gate_up|gate)_(ch|)exps"
+_DEVICE_PREFIX = {Backend.CUDA: "CUDA", Backend.ROCM: "ROCm", Backend.VULKAN: "Vulkan",
+                  Backend.METAL: "MTL", Backend.SYCL: "SYCL", Backend.RPC: "RPC"}
+
+
+def device_name(inventory: Inventory, device: str) -> str:
+    """llama.cpp's name for a plan device ("gpu1" -> "CUDA1", "host" -> "CPU")."""
+    if not device.startswith("gpu"):
+        return "CPU"
+    index = int(device[3:])
+    gpu = next(g for g in inventory.gpus if g.index == index)
+    same = [g.index for g in inventory.gpus if g.backend == gpu.backend]
+    return f"{_DEVICE_PREFIX.get(gpu.backend, 'GPU')}{same.index(index)}"
+
+
+def ranges(indices: list[int]) -> list[tuple[int, int]]:
+    """Sorted block indices as ``[first, last)`` ranges."""
+    out: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if out and out[-1][1] == i:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
+
+
+def expert_override(layers: list[int]) -> str:
+    """One regex matching the routed-expert tensors of ``layers``."""
+    alternatives = "|".join(str(i) for i in sorted(layers))
+    return f"blk\\.({alternatives})\\.{EXPERT_PATTERN}"
+
+
+def engine_params(inventory: Inventory, profile: ModelProfile, request: Request,
+                  trial: Trial) -> dict[str, Any]:
+    """The ``Llama(...)`` keyword arguments (and ``tensor_overrides``) for a trial."""
+    layout = trial.layout
+    placement = layout.placement
+    n = profile.n_layers
+    gpu_devs = [f"gpu{g.index}" for g in inventory.gpus]
+    counts = {d: sum(1 for x in placement.layer_devices if x == d) for d in gpu_devs}
+    used = [d for d in gpu_devs if counts[d]]
+    n_cpu = layout.n_cpu_layers if used else n
+    ngl = (n + 1 - n_cpu) if used else 0
+    main = next((r.device for r in trial.roles if r.role.value == "main"), None)
+    split: list[float] | None = None
+    overrides: list[list[str]] = []
+    if len(used) > 1:
+        last = used[-1]
+        split = [float(counts[d] + (1 if d == last else 0)) for d in gpu_devs]
+        if main is not None and main != last and placement.output_device == main:
+            overrides.append(["^output\\.weight$", device_name(inventory, main)])
+    if layout.expert_host_layers and used:
+        overrides.insert(0, [expert_override(list(layout.expert_host_layers)), "CPU"])
+    if request.tensor_split is not None:  # pinned: exactly as given
+        split = list(request.tensor_split)
+    if request.n_gpu_layers is not None and inventory.gpus:
+        ngl = request.n_gpu_layers
+    main_index = int(main[3:]) if main and main in used else (
+        int(used[0][3:]) if used else 0)
+    threads = inventory.host.cores
+    return {
+        "n_ctx": trial.config.n_ctx,
+        "n_seq_max": trial.config.n_seq,
+        "n_batch": trial.config.n_batch,
+        "n_ubatch": trial.config.n_ubatch,
+        "n_threads": threads,
+        "n_threads_batch": threads,
+        "flash_attn": trial.config.flash_attn,
+        "type_k": GGML_TYPE_IDS[trial.kv_type],
+        "type_v": GGML_TYPE_IDS[trial.kv_type],
+        "n_gpu_layers": ngl,
+        "tensor_split": split,
+        "main_gpu": main_index,
+        "split_mode": SPLIT_MODE_LAYER if len(used) > 1 or split else SPLIT_MODE_NONE,
+        "use_mmap": True,
+        "use_mlock": False,
+        "offload_kqv": True,
+        "swa_full": False,
+        "kv_unified": False,
+        "tensor_overrides": overrides,
+    }

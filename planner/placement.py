@@ -1,0 +1,364 @@
+"""Placement: which layers and which routed experts live on which GPU, in RAM or on disk.
+
+The search works on per-layer byte costs (:func:`layer_costs`) so that it is fast; the
+memory model (:func:`planner.memory.estimate`) then checks the result and has the last
+word (a device found over its budget is tightened and the search runs again).
+
+Spill order: routed experts first, layer by layer; whole layers only when nothing else
+can move (llama.cpp keeps the *first* ``n_layer + 1 - n_gpu_layers`` blocks on the CPU);
+attention and KV stay on a GPU as long as anything else can move instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.memory import MemoryConfig, Placement, estimate
+from planner.profile import LayerKind, ModelProfile, TensorKind
+from planner.quant import is_iquant
+from planner.speed import HOST, DeviceLoad
+
+log = logging.getLogger(__name__)
+
+KV_ELEMENT_BYTES: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """What one block stores and reads per token.
+
+    ``core_bytes`` is everything but the routed experts (attention, norms, dense or
+    shared FFN, recurrent tensors); ``kv_bytes`` is its cache for the whole context.
+    """
+
+    index: int
+    core_bytes: int
+    expert_bytes: int
+    kv_bytes: int
+    kv_read_bytes: float      # KV read per token at the requested depth
+    recurrent: bool
+    nextn: bool
+
+
+@dataclass(frozen=True)
+class LayerStatic:
+    """What a block is, independent of context and KV type (computed once per plan)."""
+
+    index: int
+    core_bytes: int
+    expert_bytes: int
+    kv_elements: int          # K + V elements per context cell
+    swa_window: int
+    state_bytes: int          # recurrent state per sequence
+    recurrent: bool
+    nextn: bool
+
+
+def layer_table(profile: ModelProfile) -> tuple[LayerStatic, ...]:
+    """The per-block table :func:`layer_costs` prices contexts from."""
+    out = []
+    for layer in profile.layers:
+        kinds = dict(layer.bytes_by_kind)
+        experts = kinds.get(TensorKind.EXPERTS, 0)
+        core = sum(b for k, b in kinds.items() if k != TensorKind.EXPERTS)
+        out.append(LayerStatic(
+            index=layer.index, core_bytes=core, expert_bytes=experts,
+            kv_elements=layer.n_head_kv * (layer.head_dim_k + layer.head_dim_v),
+            swa_window=layer.swa_window if layer.kind == LayerKind.SWA else 0,
+            state_bytes=layer.recurrent_state_bytes,
+            recurrent=layer.kind == LayerKind.RECURRENT,
+            nextn=layer.kind == LayerKind.NEXTN))
+    return tuple(out)
+
+
+def layer_costs(table: Sequence[LayerStatic], kv_type: str, n_ctx: int, n_seq: int,
+                depth: int, load_mtp: bool = False) -> tuple[LayerCost, ...]:
+    """Per-block storage and per-token reads for a context of ``n_ctx`` cells in all."""
+    elem = KV_ELEMENT_BYTES[kv_type]
+    costs = []
+    for t in table:
+        per_cell = t.kv_elements * elem
+        cells, read_cells = n_ctx, depth
+        if t.swa_window:
+            cells = min(n_ctx, (t.swa_window + 512) * n_seq)
+            read_cells = min(depth, t.swa_window)
+        loaded = load_mtp or not t.nextn
+        costs.append(LayerCost(
+            index=t.index, core_bytes=t.core_bytes if loaded else 0,
+            expert_bytes=t.expert_bytes if loaded else 0,
+            kv_bytes=int(per_cell * cells) + t.state_bytes * n_seq if loaded else 0,
+            kv_read_bytes=per_cell * read_cells + 2 * t.state_bytes,
+            recurrent=t.recurrent, nextn=t.nextn))
+    return tuple(costs)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Bytes a device may hold for this model (free minus reserve)."""
+
+    device: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A placement llama.cpp can carry out, with how it was reached.
+
+    Attributes:
+        placement: per block, device of its core tensors and of its routed experts.
+        n_cpu_layers: leading blocks kept whole on the CPU (dense spill).
+        gpu_layers: per GPU device, its block range ``(first, last_exclusive)``.
+        expert_host_layers: blocks whose routed experts stay in RAM.
+    """
+
+    placement: Placement
+    n_cpu_layers: int
+    gpu_layers: tuple[tuple[str, int, int], ...]
+    expert_host_layers: tuple[int, ...]
+
+
+def _ranges_by_share(first: int, costs: Sequence[LayerCost], shares: Sequence[float],
+                     weight: Sequence[float]) -> list[tuple[int, int]]:
+    """Split blocks ``first..`` into consecutive ranges with bytes in proportion to shares."""
+    total = sum(weight[first:]) or 1.0
+    share_sum = sum(shares) or 1.0
+    bounds: list[tuple[int, int]] = []
+    start = first
+    acc = 0.0
+    target = 0.0
+    for g, share in enumerate(shares):
+        target += share / share_sum * total
+        end = start
+        if g == len(shares) - 1:
+            end = len(costs)
+        else:
+            while end < len(costs) and acc + weight[end] / 2 <= target:
+                acc += weight[end]
+                end += 1
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def fill_layout(profile: ModelProfile, costs: Sequence[LayerCost], gpus: Sequence[Budget],
+                overhead: dict[str, int], output_device_bytes: int) -> Layout:
+    """The fastest layout the budgets allow, by the spill order above.
+
+    Args:
+        gpus: active GPUs, fastest (main) first, with their budgets.
+        overhead: bytes per GPU device the model needs besides layers (compute buffers).
+        output_device_bytes: bytes of the output layer (kept on the main GPU).
+    """
+    n = len(costs)
+    if not gpus:
+        return _layout(n, n, [], set(range(n)), HOST)
+    main = gpus[0].device
+    room = {b.device: b.bytes - overhead.get(b.device, 0) for b in gpus}
+    room[main] -= output_device_bytes
+    full = [c.core_bytes + c.expert_bytes + c.kv_bytes for c in costs]
+    core = [c.core_bytes + c.kv_bytes for c in costs]
+    by_index = sorted(gpus, key=lambda b: int(b.device[3:]))
+    order = [b.device for b in by_index]
+    caps = [max(0, room[d]) for d in order]
+    if sum(full) <= sum(caps):
+        ranges = _greedy_ranges(0, full, gpus, room, order)
+        if ranges is not None:
+            return _layout(n, 0, list(zip(order, ranges, strict=True)), set(), main)
+    if profile.is_moe and sum(core) <= sum(caps):
+        return _moe_layout(n, costs, core, caps, order, main)
+    # dense spill: the first blocks go to the CPU whole
+    for n_cpu in range(0, n + 1):
+        if sum(full[n_cpu:]) > sum(caps):
+            continue
+        ranges = _greedy_ranges(n_cpu, full, gpus, room, order)
+        if ranges is not None:
+            return _layout(n, n_cpu, list(zip(order, ranges, strict=True)), set(), main)
+    return _layout(n, n, [], set(range(n)), HOST)
+
+
+def _greedy_ranges(first: int, full: Sequence[int], gpus: Sequence[Budget],
+                   room: dict[str, int], order: Sequence[str]) -> list[tuple[int, int]] | None:
+    """Block counts per GPU, fastest first filled to the brim, laid out in index order.
+
+    Returns None when the blocks ``first..`` do not fit the GPUs that way.
+    """
+    remaining = len(full) - first
+    avg = sum(full[first:]) / max(1, remaining)
+    counts: dict[str, int] = {}
+    for b in gpus:
+        fit = remaining if avg <= 0 else int(max(0, room[b.device]) // avg)
+        counts[b.device] = min(remaining, fit)
+        remaining -= counts[b.device]
+    if remaining > 0:
+        return None
+    out = []
+    start = first
+    for d in order:
+        end = start + counts[d]
+        if sum(full[start:end]) > room[d]:
+            return None
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _moe_layout(n: int, costs: Sequence[LayerCost], core: Sequence[int], caps: Sequence[int],
+                order: Sequence[str], main: str) -> Layout:
+    """Every block's core on a GPU (ranges by capacity); experts that do not fit -> RAM."""
+    ranges = _ranges_by_share(0, costs, [float(c) for c in caps],
+                              [float(c.core_bytes + c.expert_bytes + c.kv_bytes)
+                               for c in costs])
+    host_experts: set[int] = set()
+    for (start, end), cap in zip(ranges, caps, strict=True):
+        used = sum(core[start:end])
+        # keep the experts of the last blocks of the range; spill from its first block on
+        keep_from = end
+        while keep_from > start and used + costs[keep_from - 1].expert_bytes <= cap:
+            used += costs[keep_from - 1].expert_bytes
+            keep_from -= 1
+        host_experts.update(i for i in range(start, keep_from) if costs[i].expert_bytes)
+    return _layout(n, 0, list(zip(order, ranges, strict=True)), host_experts, main)
+
+
+def _layout(n: int, n_cpu: int, ranges: Sequence[tuple[str, tuple[int, int]]],
+            host_experts: set[int], output_device: str) -> Layout:
+    layer_dev = [HOST] * n
+    for device, (start, end) in ranges:
+        for i in range(start, end):
+            layer_dev[i] = device
+    expert_dev = [HOST if i in host_experts else layer_dev[i] for i in range(n)]
+    placement = Placement(layer_devices=tuple(layer_dev), expert_devices=tuple(expert_dev),
+                          output_device=output_device if ranges else HOST)
+    return Layout(placement=placement, n_cpu_layers=n_cpu,
+                  gpu_layers=tuple((d, s, e) for d, (s, e) in ranges),
+                  expert_host_layers=tuple(sorted(host_experts)))
+
+
+def pinned_layout(profile: ModelProfile, gpu_devices: Sequence[str], main: str,
+                  n_gpu_layers: int | None, n_cpu_moe: int | None,
+                  tensor_split: Sequence[float] | None) -> Layout:
+    """The layout llama.cpp makes of ``-ngl``, ``--n-cpu-moe`` and ``--tensor-split``.
+
+    Mirrors ``llama_model::load_tensors``: the first ``n_layer + 1 - ngl`` blocks stay on
+    the CPU; GPU blocks go to devices by cumulative split fraction; the output layer is
+    the block after the last.
+    """
+    n = profile.n_layers
+    ngl = n + 1 if n_gpu_layers is None else max(0, n_gpu_layers)
+    devices = list(gpu_devices)
+    if not devices:
+        ngl = 0
+    split = list(tensor_split) if tensor_split else [1.0] * len(devices)
+    split = (split + [0.0] * len(devices))[:len(devices)]
+    if devices and sum(split) <= 0:
+        split = [1.0] * len(devices)
+    cum: list[float] = []
+    acc = 0.0
+    for s in split:
+        acc += s
+        cum.append(acc / sum(split) if sum(split) else 0.0)
+    i_gpu_start = max(n + 1 - ngl, 0)
+    act = min(ngl, n + 1) if devices else 0
+
+    def device_of(il: int) -> str:
+        if il < i_gpu_start or il - i_gpu_start >= act:
+            return HOST
+        frac = (il - i_gpu_start) / act
+        for d, c in zip(devices, cum, strict=True):
+            if frac < c:
+                return d
+        return devices[-1]
+
+    layer_dev = [device_of(i) for i in range(n)]
+    output = device_of(n)
+    if output != HOST and main in devices:
+        output = main  # the plan keeps the output on the main GPU with a buffer override
+    host_experts = set(range(min(n, n_cpu_moe or 0)))
+    expert_dev = [HOST if i in host_experts else layer_dev[i] for i in range(n)]
+    ranges = []
+    for d in devices:
+        idx = [i for i in range(n) if layer_dev[i] == d]
+        ranges.append((d, (idx[0], idx[-1] + 1) if idx else (0, 0)))
+    placement = Placement(tuple(layer_dev), tuple(expert_dev), output_device=output)
+    return Layout(placement=placement, n_cpu_layers=i_gpu_start,
+                  gpu_layers=tuple((d, s, e) for d, (s, e) in ranges),
+                  expert_host_layers=tuple(sorted(i for i in host_experts
+                                                  if profile.layers[i].bytes_of(
+                                                      TensorKind.EXPERTS))))
+
+
+def check(profile: ModelProfile, config: MemoryConfig, layout: Layout,
+          budgets: dict[str, int]) -> dict[str, int]:
+    """Bytes each device is over its budget according to the memory model (empty: fits)."""
+    over: dict[str, int] = {}
+    for dm in estimate(profile, config, layout.placement):
+        budget = budgets.get(dm.device)
+        if budget is not None and dm.total_bytes > budget:
+            over[dm.device] = dm.total_bytes - budget
+    return over
+
+
+def token_loads(profile: ModelProfile, costs: Sequence[LayerCost], placement: Placement,
+                disk_fraction: float = 0.0, bits_per_weight: float | None = None,
+                iquant: bool | None = None
+                ) -> tuple[tuple[DeviceLoad, ...], tuple[tuple[str, str], ...]]:
+    """What one decoded token reads on each device, and the hops it makes.
+
+    Args:
+        disk_fraction: share of the host's weight bytes that are not resident in RAM
+            (mmapped from disk) and are read from disk when touched.
+        bits_per_weight, iquant: the profile's, when the caller has them at hand.
+    """
+    used = (profile.expert_used_count / profile.expert_count) if profile.is_moe else 0.0
+    bpw = bits_per_weight if bits_per_weight is not None else profile.bits_per_weight
+    per_flop = 2 * 8 / (bpw or 4.5)
+    # per device: weight, expert, kv, layers, recurrent, stored
+    acc: dict[str, list[float]] = {HOST: [0.0] * 6}
+    hops: list[tuple[str, str]] = []
+    current = HOST  # the input layer (token embedding lookup) is always on the CPU
+    for c in costs:
+        if c.nextn:
+            continue
+        dev = placement.layer_devices[c.index]
+        if dev != current:
+            hops.append((current, dev))
+            current = dev
+        a = acc.setdefault(dev, [0.0] * 6)
+        a[0] += c.core_bytes
+        a[2] += c.kv_read_bytes
+        a[3] += 1
+        a[4] += c.recurrent
+        a[5] += c.core_bytes
+        if c.expert_bytes:
+            exp_dev = placement.expert_devices[c.index]
+            e = acc.setdefault(exp_dev, [0.0] * 6)
+            e[1] += c.expert_bytes * used
+            e[5] += c.expert_bytes
+            if exp_dev != dev:
+                hops += [(dev, exp_dev), (exp_dev, dev)]
+                e[3] += 1  # the expert matmuls sync that device's threads
+    out_dev = placement.output_device
+    if out_dev != current:
+        hops.append((current, out_dev))
+    out_bytes = profile.output_bytes or (profile.token_embd_bytes if profile.tied_output
+                                         else 0)
+    o = acc.setdefault(out_dev, [0.0] * 6)
+    o[0] += out_bytes
+    o[5] += out_bytes
+    if iquant is None:
+        iquant = is_iquant(profile)
+    loads = []
+    for device, (weight, expert, kv, layers, recurrent, stored) in acc.items():
+        if not stored and not layers and device != HOST:
+            continue
+        resident = 1.0 - disk_fraction if device == HOST else 1.0
+        disk = (weight + expert) * (1.0 - resident)
+        loads.append(DeviceLoad(
+            device=device, weight_bytes=weight * resident, expert_bytes=expert * resident,
+            kv_bytes=kv, layers=int(layers), recurrent_layers=int(recurrent),
+            stored_bytes=stored, disk_bytes=disk, disk_stored_bytes=stored * (1 - resident),
+            flops=(weight + expert) * per_flop, iquant=iquant))
+    loads.sort(key=lambda ld: (ld.device != HOST, ld.device))
+    return tuple(loads), tuple(hops)

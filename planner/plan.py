@@ -1,0 +1,361 @@
+"""``plan(inventory, profile, request) -> Plan``: where every byte goes, and how fast.
+
+The planner tries the arrangements worth trying (Main alone or with Helpers; f16, q8_0
+or q4_0 KV), places each with the spill order of :mod:`planner.placement`, checks it with
+the memory model, prices it with :mod:`planner.speed`, and keeps the fastest that fits.
+User pins (``Request`` fields named after llama.cpp options) are honoured exactly and
+priced, with a warning when the planner's own choice would have been faster.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from planner.advice import Advice, Bottleneck, advise, find_bottleneck
+from planner.codes import Code
+from planner.engine_params import engine_params
+from planner.inventory import Inventory
+from planner.placement import Layout
+from planner.profile import ModelProfile
+from planner.quant import bits_of, is_low_bit
+from planner.request import Request, Role, SpecMode, TaskKind
+from planner.roles import GpuRole, candidate_roles, with_role
+from planner.speculation import choose_spec
+from planner.speed import CONSTANTS, DISK, HOST, NO_SPEC, SpecOutcome, Speed
+from planner.trials import Context, Trial, exact, trial
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "loadout.plan/1"
+MIN_CONTEXT = 4096
+GOOD_CONTEXT = 32768
+MIN_RUNNABLE_TPS = 0.1      # a token every 10 s: "cannot run"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A reason, warning or decision: a code and the numbers behind it."""
+
+    code: Code
+    numbers: tuple[tuple[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code.value, **dict(self.numbers)}
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """One device's share of the plan: bytes by purpose, and the blocks it holds."""
+
+    id: str
+    kind: str                      # gpu | host | disk
+    name: str
+    weights_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    other_bytes: int               # output layer, per-device overhead
+    reserve_bytes: int
+    capacity_bytes: int
+    layers: tuple[tuple[int, int], ...] = ()        # block ranges [first, last)
+    expert_layers: tuple[tuple[int, int], ...] = ()  # ranges whose routed experts live here
+
+    @property
+    def used_bytes(self) -> int:
+        return self.weights_bytes + self.kv_bytes + self.compute_bytes + self.other_bytes
+
+    @property
+    def free_bytes(self) -> int:
+        return self.capacity_bytes - self.reserve_bytes - self.used_bytes
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "name": self.name,
+                "weights_bytes": self.weights_bytes, "kv_bytes": self.kv_bytes,
+                "compute_bytes": self.compute_bytes, "other_bytes": self.other_bytes,
+                "reserve_bytes": self.reserve_bytes, "capacity_bytes": self.capacity_bytes,
+                "free_bytes": self.free_bytes, "layers": [list(r) for r in self.layers],
+                "expert_layers": [list(r) for r in self.expert_layers]}
+
+
+@dataclass(frozen=True)
+class Spill:
+    """Bytes moved to a slower tier, with what they cost per token."""
+
+    kind: Code                      # EXPERTS_TO_RAM / LAYERS_TO_RAM / WEIGHTS_ON_DISK
+    layers: tuple[tuple[int, int], ...]
+    bytes: int
+    to: str
+    cost_ms: float                  # time per token spent on them there (incl. hops)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind.value, "layers": [list(r) for r in self.layers],
+                "bytes": self.bytes, "to": self.to, "cost_ms_per_token": round(self.cost_ms, 3)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The plan: roles, per-device memory, context, KV, speculation, speeds, advice."""
+
+    fits: bool
+    reasons: tuple[Code, ...]
+    roles: tuple[GpuRole, ...]
+    devices: tuple[DeviceUse, ...]
+    context: int
+    parallel: int
+    kv_type: str
+    flash_attn: bool
+    quant: str
+    speculative: SpecOutcome
+    predicted: Speed
+    warnings: tuple[Note, ...]
+    engine: dict[str, Any]
+    spills: tuple[Spill, ...] = ()
+    decisions: tuple[Note, ...] = ()
+    bottleneck: Bottleneck | None = None
+    advice: tuple[Advice, ...] = ()
+    model: str = ""
+    layout: Layout | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def streams_from_disk(self) -> bool:
+        return any(s.kind == Code.WEIGHTS_ON_DISK for s in self.spills)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``loadout.plan/1`` JSON document."""
+        return {
+            "schema": SCHEMA, "model": self.model, "fits": self.fits,
+            "reasons": [r.value for r in self.reasons],
+            "roles": [r.to_json() for r in self.roles],
+            "devices": [d.to_json() for d in self.devices],
+            "context": self.context, "parallel": self.parallel, "kv_type": self.kv_type,
+            "flash_attn": self.flash_attn, "quant": self.quant,
+            "speculative": {"mode": self.speculative.mode.value,
+                            "draft_tokens": self.speculative.draft_tokens,
+                            "acceptance": round(self.speculative.acceptance, 3),
+                            "tokens_per_step": round(self.speculative.tokens_per_step, 3)},
+            "predicted": self.predicted.to_json(),
+            "spill": [s.to_json() for s in self.spills],
+            "bottleneck": self.bottleneck.to_json() if self.bottleneck else None,
+            "advice": [a.to_json() for a in self.advice],
+            "decisions": [d.to_json() for d in self.decisions],
+            "warnings": [w.to_json() for w in self.warnings],
+            "engine": dict(self.engine),
+        }
+
+
+def _context_cap(profile: ModelProfile, request: Request) -> int:
+    train = profile.n_ctx_train or GOOD_CONTEXT
+    if request.rope_scaling and request.context:
+        return request.context
+    return train
+
+
+def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
+    """Plan ``profile`` on ``inventory`` for ``request``. Never raises for "does not fit".
+
+    Args:
+        inventory: the machine (detected or from a rig file).
+        profile: the model, from its GGUF header.
+        request: context, slots, task and the user's pins.
+
+    Returns:
+        The :class:`Plan`, with ``fits`` False and reason codes when it cannot run.
+    """
+    return _plan(inventory, profile, request, exact_check=True, fixed=None)
+
+
+def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_check: bool,
+          fixed: dict[str, int] | None) -> Plan:
+    """:func:`plan`, optionally without the final memory-model check (what-ifs), reusing
+    the per-device fixed costs of a plan of the same model."""
+    decisions: list[Note] = []
+    warnings: list[Note] = []
+    cap = _context_cap(profile, request)
+    if request.context is not None:
+        context = min(request.context, cap)
+        decisions.append(Note(Code.CONTEXT_USER, (("context", context),)))
+        if request.context > cap:
+            warnings.append(Note(Code.CONTEXT_CAPPED_TO_TRAIN,
+                                 (("asked", request.context), ("train", cap))))
+        elif request.rope_scaling and request.context > (profile.n_ctx_train or 0):
+            warnings.append(Note(Code.CONTEXT_ABOVE_TRAIN,
+                                 (("context", context), ("train", profile.n_ctx_train))))
+    else:
+        context = min(GOOD_CONTEXT, cap)
+    ctx = Context.of(inventory, profile, request)
+    if fixed:
+        ctx.fixed.update(fixed)
+    base_roles = candidate_roles(inventory, request)
+    best = _best_arrangement(ctx, base_roles, context)
+    # too little memory even for the KV cache: shorten the context (with a warning)
+    while not best.runnable and request.context is None and best.context > MIN_CONTEXT:
+        best = _best_arrangement(ctx, base_roles, max(MIN_CONTEXT, best.context // 2))
+    spec, spec_notes, best = choose_spec(
+        inventory, profile, request, best,
+        lambda t, mtp: trial(ctx, t.roles, t.kv_type, t.context, mtp))
+    decisions += spec_notes
+    if request.context is None:
+        best = _grow_context(ctx, best, cap)
+        decisions.append(Note(Code.CONTEXT_FROM_BUDGET, (("context", best.context),
+                                                         ("train", profile.n_ctx_train))))
+        if best.context >= cap and cap < GOOD_CONTEXT:
+            decisions.append(Note(Code.CONTEXT_TRAIN_LIMIT, (("train", cap),)))
+        elif best.context < GOOD_CONTEXT:
+            warnings.append(Note(Code.CONTEXT_BELOW_32K, (("context", best.context),)))
+    if exact_check:
+        best = exact(ctx, best)
+    speed = replace(best.speed, decode_tps=best.speed.decode_tps * spec.tokens_per_step
+                    / spec.step_cost, spec=spec)
+    return _assemble(ctx, best, speed, decisions, warnings)
+
+
+def _kv_choice(ctx: Context, roles: tuple[GpuRole, ...], context: int) -> Trial:
+    """f16 KV unless q8_0 / q4_0 keeps more on the GPU (priced, quality-weighted)."""
+    if ctx.request.kv_type:
+        return trial(ctx, roles, ctx.request.kv_type, context)
+    best = trial(ctx, roles, "f16", context)
+    if _all_resident(best):
+        return best
+    for kv in ("q8_0", "q4_0"):
+        t = trial(ctx, roles, kv, context)
+        if t.score > best.score:
+            best = t
+    return best
+
+
+def _all_resident(t: Trial) -> bool:
+    pl = t.layout.placement
+    on_gpu = any(d != HOST for d in pl.layer_devices)
+    return (t.runnable and not t.disk_bytes and not t.gpu_over and on_gpu
+            and all(d != HOST for d in pl.layer_devices)
+            and all(d != HOST for d in pl.expert_devices))
+
+
+def _best_arrangement(ctx: Context, roles: tuple[GpuRole, ...], context: int) -> Trial:
+    """The best of: KV types x (Main alone, Main + each priced Helper)."""
+    request = ctx.request
+    best = _kv_choice(ctx, roles, context)
+    if request.roles is not None or request.tensor_split is not None:
+        return best
+    helpers = [r for r in best.roles if r.role == Role.HELPER]
+    # price each Helper: drop it when the whole is as fast without it
+    for h in sorted(helpers, key=lambda r: r.score):
+        used = any(d == h.device for d in best.layout.placement.layer_devices)
+        if not used:
+            best = replace(best, roles=with_role(best.roles, h.gpu, Role.OFF,
+                                                 Code.ROLE_OFF_NOT_NEEDED))
+            continue
+        without = with_role(best.roles, h.gpu, Role.OFF, Code.ROLE_OFF_SLOWER)
+        alt = _kv_choice(ctx, without, context)
+        if alt.score >= best.score * 0.98:
+            best = alt
+        else:
+            needed = alt.disk_bytes > best.disk_bytes or alt.speed.decode_tps < \
+                best.speed.decode_tps * 0.5
+            best = replace(best, roles=with_role(
+                best.roles, h.gpu, Role.HELPER,
+                Code.ROLE_HELPER_NEEDED if needed else Code.ROLE_HELPER_FASTER))
+    return best
+
+
+def _grow_context(ctx: Context, best: Trial, cap: int) -> Trial:
+    """Grow the context into what is left, without moving weights to a slower tier."""
+    if best.context >= cap or not best.runnable:
+        return best
+
+    def at(n: int) -> Trial | None:
+        t = trial(ctx, best.roles, best.kv_type, n, best.config.load_mtp)
+        return t if _same_tiers(t, best) and t.runnable and not t.gpu_over else None
+
+    top = at(cap)
+    if top is not None:
+        return top
+    lo, hi, keep = best.context, cap, best
+    while hi - lo >= 4096:
+        mid = (lo + hi) // 2 // 1024 * 1024
+        t = at(mid)
+        if t is not None:
+            lo, keep = mid, t
+        else:
+            hi = mid
+    return keep
+
+
+def _same_tiers(a: Trial, b: Trial) -> bool:
+    pa, pb = a.layout.placement, b.layout.placement
+    return (pa.layer_devices == pb.layer_devices and pa.expert_devices == pb.expert_devices
+            and a.disk_bytes <= b.disk_bytes)
+
+
+def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
+              warnings: list[Note]) -> Plan:
+    from planner.plan_report import devices_of, reasons_of, spills_of
+
+    inventory, profile, request = ctx.inventory, ctx.profile, ctx.request
+
+    devices = devices_of(inventory, profile, best)
+    spills = spills_of(profile, best, speed)
+    reasons, fits = reasons_of(profile, best, speed, MIN_RUNNABLE_TPS)
+    decisions.append(Note(Code.KV_USER if request.kv_type else Code.KV_F16
+                          if best.kv_type == "f16" else
+                          (Code.KV_Q8_0_KEEPS_GPU if best.kv_type == "q8_0"
+                           else Code.KV_Q4_0_KEEPS_GPU),
+                          (("kv_type", best.kv_type),)))
+    warnings += _warnings(profile, request, best, speed)
+    plan_ = Plan(
+        fits=fits, reasons=reasons, roles=best.roles, devices=devices, context=best.context,
+        parallel=request.parallel, kv_type=best.kv_type, flash_attn=True,
+        quant=profile.file_type, speculative=speed.spec, predicted=speed,
+        warnings=tuple(warnings), engine=engine_params(inventory, profile, request, best),
+        spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout)
+    bottleneck = find_bottleneck(plan_, inventory)
+    plan_ = replace(plan_, bottleneck=bottleneck)
+    if request.pins_placement or request.kv_type or request.spec:
+        plan_ = _price_override(inventory, profile, request, plan_)
+    if request.advise:
+        def what_if(inv: Inventory, prof: ModelProfile, req: Request) -> Plan:
+            same = prof is profile
+            return _plan(inv, prof, req, exact_check=False, fixed=ctx.fixed if same else None)
+
+        plan_ = replace(plan_, advice=advise(inventory, profile, request, plan_, what_if))
+    return plan_
+
+
+def _price_override(inventory: Inventory, profile: ModelProfile, request: Request,
+                    pinned: Plan) -> Plan:
+    free = replace(request, n_gpu_layers=None, n_cpu_moe=None, tensor_split=None,
+                   kv_type=None, spec=None, advise=False)
+    own = plan(inventory, profile, free)
+    extra: list[Note] = []
+    if own.predicted.decode_tps > pinned.predicted.decode_tps * 1.05 and own.fits:
+        extra.append(Note(Code.OVERRIDE_SLOWER, (
+            ("pinned_decode_tps", round(pinned.predicted.decode_tps, 2)),
+            ("planner_decode_tps", round(own.predicted.decode_tps, 2)))))
+    return replace(pinned, warnings=pinned.warnings + tuple(extra))
+
+
+def _warnings(profile: ModelProfile, request: Request, best: Trial, speed: Speed
+              ) -> list[Note]:
+    out: list[Note] = []
+    bits = round(bits_of(profile), 2)
+    if is_low_bit(profile) and request.task in (TaskKind.AGENT, TaskKind.CODE):
+        out.append(Note(Code.LOW_BITS_FOR_TASK, (("bits", bits), ("task", request.task.value))))
+    if is_low_bit(profile) and profile.is_moe and speed.spec.mode == SpecMode.MTP:
+        out.append(Note(Code.LOW_BITS_MOE_MTP_LOOPS, (("bits", bits),)))
+    if best.disk_bytes:
+        out.append(Note(Code.WEIGHTS_ON_DISK, (("disk_bytes", best.disk_bytes),)))
+    if best.gpu_over:
+        out.append(Note(Code.OVERRIDE_DOES_NOT_FIT, ()))
+    if any(d == HOST for d in best.layout.placement.layer_devices) and \
+            any(d != HOST for d in best.layout.placement.layer_devices):
+        out.append(Note(Code.KV_IN_RAM, (("layers", best.layout.n_cpu_layers),)))
+    if request.parallel > 1:
+        out.append(Note(Code.PARALLEL_KV, (("parallel", request.parallel),
+                                           ("cells", best.context * request.parallel))))
+    if 0 < speed.decode_tps < CONSTANTS.usable_decode_tps:
+        out.append(Note(Code.SLOW_DECODE, (("decode_tps", round(speed.decode_tps, 2)),)))
+    return out
+
+
+__all__ = ["DISK", "NO_SPEC", "DeviceUse", "Note", "Plan", "Spill", "plan"]

@@ -1,0 +1,182 @@
+"""Speculative decoding: mode (off / ngram / draft / mtp) and draft length, priced.
+
+A decode step is memory-bound, so verifying ``k`` drafted tokens costs little more than
+one token; with per-token acceptance ``a`` a step yields ``(1 - a^(k+1)) / (1 - a)``
+tokens. The MTP head and a draft model cost memory (checked with the memory model) and
+time per drafted token (priced at the bandwidth of the device that runs them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from planner.codes import Code
+from planner.inventory import Inventory
+from planner.profile import LayerKind, ModelProfile, TensorKind
+from planner.request import Request, SpecMode, TaskKind
+from planner.speed import (
+    CONSTANTS,
+    HOST,
+    NO_SPEC,
+    DeviceLoad,
+    SpecOutcome,
+    acceptance_for,
+    best_draft_length,
+    device_time,
+    per_token_acceptance,
+    price_spec,
+    verify_cost,
+)
+
+if TYPE_CHECKING:
+    from planner.plan import Note
+    from planner.trials import Trial
+
+log = logging.getLogger(__name__)
+
+MIN_GAIN = 1.10          # speculation must buy at least 10% to be switched on
+MAX_PARALLEL = 4         # gains vanish with many slots
+
+
+def _note(code: Code, **numbers: Any) -> Note:
+    from planner.plan import Note
+
+    return Note(code, tuple(numbers.items()))
+
+
+def mtp_draft_seconds(inventory: Inventory, profile: ModelProfile, device: str,
+                      threads: int) -> float:
+    """Seconds to draft one token with the model's NextN head on ``device``."""
+    used = profile.expert_used_count / profile.expert_count if profile.is_moe else 0.0
+    layer_bytes = 0.0
+    for layer in profile.layers:
+        if layer.kind == LayerKind.NEXTN:
+            nextn = layer.bytes_of(TensorKind.NEXTN)
+            experts = layer.bytes_of(TensorKind.EXPERTS)
+            layer_bytes += (nextn - experts) + experts * used if experts else nextn * (
+                0.25 if profile.is_moe else 1.0)
+    load = DeviceLoad(device, weight_bytes=layer_bytes + profile.output_bytes, layers=1)
+    return device_time(inventory, load, threads).total_s
+
+
+def draft_model_seconds(inventory: Inventory, draft: ModelProfile, device: str,
+                        threads: int) -> float:
+    """Seconds per token of a draft model run whole on ``device``."""
+    used = draft.expert_used_count / draft.expert_count if draft.is_moe else 1.0
+    experts = sum(layer.bytes_of(TensorKind.EXPERTS) for layer in draft.layers)
+    body = draft.weights_bytes - draft.token_embd_bytes - experts
+    load = DeviceLoad(device, weight_bytes=body, expert_bytes=experts * used,
+                      layers=draft.n_layers)
+    return device_time(inventory, load, threads).total_s
+
+
+def _moe_terms(profile: ModelProfile, trial: Trial) -> tuple[float, float]:
+    """(share of a token's time spent on routed experts, n_expert_used / n_expert)."""
+    if not profile.is_moe or trial.speed.token_s <= 0:
+        return 0.0, 0.0
+    experts = sum(d.experts_s for d in trial.speed.devices)
+    return experts / trial.speed.token_s, profile.expert_used_count / profile.expert_count
+
+
+def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, best: Trial,
+                retrial: Callable[[Trial, bool], Trial]
+                ) -> tuple[SpecOutcome, list[Note], Trial]:
+    """Choose and price speculation for the arrangement ``best``.
+
+    Args:
+        retrial: re-plans ``best`` with the MTP head loaded (``True``) to price its memory.
+
+    Returns:
+        The priced speculation, the decisions behind it, and the (maybe re-placed) trial.
+    """
+    pinned = request.spec
+    threads = inventory.host.cores
+    main = next((r.device for r in best.roles if r.role.value == "main"), HOST)
+    if not any(d == main for d in best.layout.placement.layer_devices):
+        main = HOST
+    verify = verify_cost(inventory, main)
+    token_s = best.speed.token_s
+    if pinned is not None:
+        return _pinned(inventory, profile, request, best, retrial, main, verify)
+    if request.task == TaskKind.CREATIVE:
+        return NO_SPEC, [_note(Code.SPEC_OFF_CREATIVE)], best
+    if request.parallel >= MAX_PARALLEL:
+        return NO_SPEC, [_note(Code.SPEC_OFF_PARALLEL, parallel=request.parallel)], best
+    if request.draft_profile is not None:
+        draft_s = draft_model_seconds(inventory, request.draft_profile, main, threads)
+        a = acceptance_for(request.task, SpecMode.DRAFT)
+        out = best_draft_length(SpecMode.DRAFT, a, token_s, draft_s, verify,
+                                *_moe_terms(profile, best))
+        return _if_worth(out, Code.SPEC_DRAFT, best)
+    if profile.nextn_layers > 0:
+        with_mtp = retrial(best, True)
+        if not with_mtp.runnable or with_mtp.gpu_over:
+            return NO_SPEC, [_note(Code.SPEC_OFF_NO_ROOM)], best
+        draft_s = mtp_draft_seconds(inventory, profile, main, threads)
+        a = acceptance_for(request.task, SpecMode.MTP)
+        out = best_draft_length(SpecMode.MTP, a, with_mtp.speed.token_s, draft_s, verify,
+                                *_moe_terms(profile, with_mtp))
+        gain = out.tokens_per_step / out.step_cost * token_s / with_mtp.speed.token_s
+        if out.mode == SpecMode.MTP and gain >= MIN_GAIN:
+            return out, [_note(Code.SPEC_MTP, draft_tokens=out.draft_tokens,
+                               acceptance=a, gain=round(gain, 3))], with_mtp
+        if with_mtp.speed.token_s > token_s * 1.02:
+            return NO_SPEC, [_note(Code.SPEC_OFF_NO_ROOM)], best
+    if request.task in (TaskKind.CODE, TaskKind.AGENT):
+        a = acceptance_for(request.task, SpecMode.NGRAM)
+        out = best_draft_length(SpecMode.NGRAM, a, token_s, 0.0, verify,
+                                *_moe_terms(profile, best))
+        return _if_worth(out, Code.SPEC_NGRAM, best)
+    return NO_SPEC, [_note(Code.SPEC_OFF_TASK, task=request.task.value)], best
+
+
+def _if_worth(out: SpecOutcome, code: Code, best: Trial
+              ) -> tuple[SpecOutcome, list[Note], Trial]:
+    gain = out.tokens_per_step / out.step_cost
+    if out.mode == SpecMode.OFF or gain < MIN_GAIN:
+        return NO_SPEC, [_note(Code.SPEC_OFF_NO_GAIN, gain=round(gain, 3))], best
+    return out, [_note(code, draft_tokens=out.draft_tokens, acceptance=out.acceptance,
+                       gain=round(gain, 3))], best
+
+
+def _pinned(inventory: Inventory, profile: ModelProfile, request: Request, best: Trial,
+            retrial: Callable[[Trial, bool], Trial], main: str, verify: float
+            ) -> tuple[SpecOutcome, list[Note], Trial]:
+    spec = request.spec
+    assert spec is not None
+    threads = inventory.host.cores
+    mode = spec.mode
+    if mode == SpecMode.OFF:
+        return NO_SPEC, [_note(Code.SPEC_USER, mode="off")], best
+    a = acceptance_for(request.task, mode)
+    if spec.acceptance is not None:  # measured as accepted / drafted at the pinned length
+        a = per_token_acceptance(spec.acceptance, spec.draft_tokens or 2)
+    trial = best
+    if mode == SpecMode.MTP:
+        if profile.nextn_layers == 0:
+            return NO_SPEC, [_note(Code.SPEC_MTP_UNAVAILABLE)], best
+        trial = retrial(best, True)
+        draft_s = mtp_draft_seconds(inventory, profile, main, threads)
+    elif mode == SpecMode.DRAFT:
+        if request.draft_profile is None:
+            return NO_SPEC, [_note(Code.SPEC_DRAFT_MISSING)], best
+        draft_s = draft_model_seconds(inventory, request.draft_profile, main, threads)
+    else:
+        draft_s = 0.0
+    token_s = trial.speed.token_s
+    moe = _moe_terms(profile, trial)
+    out = best_draft_length(mode, a, token_s, draft_s, verify, *moe,
+                            max_k=spec.draft_tokens or 8)
+    if spec.draft_tokens is not None and mode == SpecMode.MTP:
+        # the MTP head drafts exactly the pinned length; a draft model stops early
+        # (llama.cpp's p-min), so its pinned length is a maximum
+        out = price_spec(mode, spec.draft_tokens, a, token_s, draft_s, verify, *moe)
+    if out.mode == SpecMode.OFF:  # pinned on: honoured even when it does not pay
+        out = price_spec(mode, spec.draft_tokens or 2, a, token_s, draft_s, verify, *moe)
+    return out, [_note(Code.SPEC_USER, mode=mode.value, draft_tokens=out.draft_tokens,
+                       acceptance=a)], trial
+
+
+__all__ = ["CONSTANTS", "choose_spec", "draft_model_seconds", "mtp_draft_seconds"]

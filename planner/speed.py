@@ -1,0 +1,352 @@
+"""The speed model: decode t/s, prefill t/s and TTFT from where the bytes are.
+
+Decoding one token reads every active weight once, so the time of a token is the sum,
+over the devices it passes through, of the bytes read there over that device's effective
+bandwidth, plus the KV cache read at the current depth, the hops between devices and a
+fixed cost per layer. Speculation divides that by the tokens gained per step.
+
+One set of constants (:data:`CONSTANTS`) calibrated on ``bench/data/published_speeds.csv``
+by ``bench/speed_calibration.py``; nothing here is fitted per model or per machine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from planner.inventory import Backend, Gpu, Inventory
+from planner.request import SpecMode, TaskKind
+
+log = logging.getLogger(__name__)
+
+GB = 1e9
+HOST = "host"
+DISK = "disk"
+
+
+@dataclass(frozen=True)
+class SpeedConstants:
+    """The calibrated constants of the speed model (one set for every machine)."""
+
+    gpu_bw_fraction: float = 0.80          # of nominal VRAM bandwidth, dense weights
+    metal_bw_fraction: float = 0.70        # Apple GPUs reach less of their SoC figure
+    gpu_expert_efficiency: float = 0.70    # routed-expert reads: small scattered matmuls
+    gpu_layer_s: float = 45e-6             # kernel launches and syncs per layer per token
+    gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
+    cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
+    cpu_core_gbps: float = 7.0             # what one core can stream (many-channel caps)
+    cpu_layer_s: float = 40e-6             # thread sync per layer per token ...
+    cpu_layer_thread_s: float = 5e-6       # ... growing with the thread count
+    cpu_kv_cost: float = 10.0              # CPU attention at depth is far from bandwidth
+    cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
+    hop_s: float = 25e-6                   # one activation hop between devices
+    disk_fraction: float = 0.5             # of sequential read: page faults, small reads
+    gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
+    cpu_core_gflops: float = 45.0          # quantized matmul per core in prefill
+    pcie_fraction: float = 0.75            # host->GPU copies of weights in prefill
+    verify_cost: float = 0.15              # extra step cost per drafted token (GPU)
+    metal_verify_cost: float = 0.45        # batch verify does not amortise on Apple GPUs
+    cpu_verify_cost: float = 0.5
+    cpu_iq_factor: float = 3.0             # i-quants (IQ*) dequantize slowly on CPUs ...
+    gpu_iq_factor: float = 1.3             # ... and somewhat slowly on GPUs
+    moe_verify_overlap: float = 0.5        # share of experts a verify batch re-uses
+    acceptance: tuple[tuple[str, float], ...] = (
+        ("code", 0.75), ("math", 0.80), ("agent", 0.70), ("chat", 0.60), ("creative", 0.35))
+    ngram_acceptance: tuple[tuple[str, float], ...] = (
+        ("code", 0.45), ("agent", 0.45), ("math", 0.20), ("chat", 0.15), ("creative", 0.05))
+    usable_decode_tps: float = 5.0
+
+
+CONSTANTS = SpeedConstants()
+
+
+@dataclass(frozen=True)
+class DeviceLoad:
+    """What one device does for one decoded token (and holds, for prefill).
+
+    Attributes:
+        device: "gpu0", "gpu1", ... or "host".
+        weight_bytes: non-expert weight bytes read per token.
+        expert_bytes: routed-expert bytes read per token (the active share).
+        kv_bytes: KV cache bytes read per token at the requested depth.
+        layers: blocks computed here per token.
+        recurrent_layers: of which recurrent (SSM / linear attention).
+        stored_bytes: weight bytes stored here (prefill copies them to a GPU per batch).
+        disk_bytes: bytes that must come from disk per token (host only).
+        disk_stored_bytes: weight bytes left on disk (prefill reads them per batch).
+        flops: multiply-adds x2 per token (prefill is compute-bound).
+    """
+
+    device: str
+    weight_bytes: float = 0.0
+    expert_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    layers: int = 0
+    recurrent_layers: int = 0
+    stored_bytes: float = 0.0
+    disk_bytes: float = 0.0
+    disk_stored_bytes: float = 0.0
+    flops: float = 0.0
+    iquant: bool = False      # weights are i-quants (IQ*): slower to dequantize
+
+
+@dataclass(frozen=True)
+class DeviceTime:
+    """Seconds per decoded token spent on one device, by cause."""
+
+    device: str
+    weights_s: float
+    experts_s: float
+    kv_s: float
+    overhead_s: float
+    disk_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.weights_s + self.experts_s + self.kv_s + self.overhead_s + self.disk_s
+
+
+@dataclass(frozen=True)
+class SpecOutcome:
+    """Speculation as priced: mode, draft length, acceptance and what a step yields."""
+
+    mode: SpecMode
+    draft_tokens: int
+    acceptance: float
+    tokens_per_step: float
+    step_cost: float          # step time over one plain token's time
+
+
+NO_SPEC = SpecOutcome(SpecMode.OFF, 0, 0.0, 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Speed:
+    """The predicted speeds and the time breakdown behind them."""
+
+    decode_tps: float
+    prefill_tps: float
+    ttft_s: float
+    prompt_tokens: int
+    depth: int
+    token_s: float                          # one plain (non-speculative) token
+    transfer_s: float
+    devices: tuple[DeviceTime, ...]
+    spec: SpecOutcome = field(default=NO_SPEC)
+    prefill_devices: tuple[tuple[str, float], ...] = ()  # seconds per prompt token
+
+    def to_json(self) -> dict[str, object]:
+        """The ``predicted`` object of the Plan JSON."""
+        return {
+            "decode_tps": round(self.decode_tps, 2),
+            "prefill_tps": round(self.prefill_tps, 1),
+            "ttft_s": round(self.ttft_s, 3),
+            "prompt_tokens": self.prompt_tokens,
+            "depth": self.depth,
+            "plain_decode_tps": round(1.0 / self.token_s, 2) if self.token_s else 0.0,
+            "tokens_per_step": round(self.spec.tokens_per_step, 3),
+            "time_per_token_ms": {
+                d.device: {"weights": _ms(d.weights_s), "experts": _ms(d.experts_s),
+                           "kv": _ms(d.kv_s), "overhead": _ms(d.overhead_s),
+                           "disk": _ms(d.disk_s)}
+                for d in self.devices},
+            "transfer_ms": _ms(self.transfer_s),
+        }
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+def gpu_of(inventory: Inventory, device: str) -> Gpu | None:
+    """The GPU called ``device`` ("gpu1" -> index 1), or None for the host."""
+    if not device.startswith("gpu"):
+        return None
+    index = int(device[3:])
+    for gpu in inventory.gpus:
+        if gpu.index == index:
+            return gpu
+    raise ValueError(f"no GPU {device} in the inventory")
+
+
+def gpu_bandwidth(gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """Effective bytes/s a GPU reads weights at."""
+    fraction = c.metal_bw_fraction if gpu.backend == Backend.METAL else c.gpu_bw_fraction
+    return gpu.bandwidth_gbps * GB * fraction
+
+
+def host_bandwidth(inventory: Inventory, threads: int, c: SpeedConstants = CONSTANTS) -> float:
+    """Effective bytes/s the CPU reads weights at with ``threads`` threads."""
+    nominal = inventory.host.bandwidth_gbps * GB * c.cpu_bw_fraction
+    return min(nominal, max(1, threads) * c.cpu_core_gbps * GB)
+
+
+def gpu_flops(gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """Effective FLOP/s of a GPU in prefill (a guess from bandwidth when unknown)."""
+    tflops = gpu.tflops_fp16 if gpu.tflops_fp16 > 0 else gpu.bandwidth_gbps * 0.08
+    return tflops * 1e12 * c.gpu_flops_fraction
+
+
+def disk_bandwidth(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
+    """Effective bytes/s of the fastest disk for mmapped reads (0.5 GB/s if none known)."""
+    best = max((d.read_gbps for d in inventory.disks), default=0.5)
+    return best * GB * c.disk_fraction
+
+
+def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
+                c: SpeedConstants = CONSTANTS) -> DeviceTime:
+    """Seconds one decoded token spends on ``load.device``."""
+    gpu = gpu_of(inventory, load.device)
+    disk_s = load.disk_bytes / disk_bandwidth(inventory, c) if load.disk_bytes else 0.0
+    if gpu is not None:
+        bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
+        return DeviceTime(load.device, load.weight_bytes / bw,
+                          load.expert_bytes / (bw * c.gpu_expert_efficiency),
+                          load.kv_bytes * c.gpu_kv_cost / bw, load.layers * c.gpu_layer_s,
+                          disk_s)
+    bw = host_bandwidth(inventory, threads, c) / (c.cpu_iq_factor if load.iquant else 1.0)
+    per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
+    overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
+    return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
+                      load.kv_bytes * c.cpu_kv_cost / bw, overhead, disk_s)
+
+
+def transfer_time(inventory: Inventory, hops: Sequence[tuple[str, str]], n_embd: int,
+                  tokens: int = 1, c: SpeedConstants = CONSTANTS) -> float:
+    """Seconds spent moving activations between devices (one entry per hop)."""
+    counts: dict[tuple[str, str], int] = {}
+    for hop in hops:
+        counts[hop] = counts.get(hop, 0) + 1
+    total = 0.0
+    for (a, b), n in counts.items():
+        links = [g.pcie_gbps for g in (gpu_of(inventory, a), gpu_of(inventory, b))
+                 if g is not None and g.pcie_gbps > 0 and not g.unified_memory]
+        link = min(links) * GB if links else 0.0
+        total += n * (c.hop_s + (n_embd * 4 * tokens / link if link else 0.0))
+    return total
+
+
+def acceptance_for(task: TaskKind, mode: SpecMode, c: SpeedConstants = CONSTANTS) -> float:
+    """Default per-token acceptance of a speculation mode for a task."""
+    table = dict(c.ngram_acceptance if mode == SpecMode.NGRAM else c.acceptance)
+    return table.get(task.value, 0.5)
+
+
+def tokens_per_step(acceptance: float, k: int) -> float:
+    """Expected tokens a verify step yields: ``(1 - a^(k+1)) / (1 - a)``."""
+    a = min(max(acceptance, 0.0), 0.999)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def verify_cost(inventory: Inventory, main_device: str, c: SpeedConstants = CONSTANTS) -> float:
+    """Extra cost per drafted token of verifying a batch, on the main device."""
+    gpu = gpu_of(inventory, main_device)
+    if gpu is None:
+        return c.cpu_verify_cost
+    return c.metal_verify_cost if gpu.backend == Backend.METAL else c.verify_cost
+
+
+def distinct_experts(tokens: int, ratio: float) -> float:
+    """Expected distinct experts ``tokens`` tokens route to, in units of one token's."""
+    if ratio <= 0 or ratio >= 1:
+        return 1.0
+    return (1.0 - (1.0 - ratio) ** tokens) / ratio
+
+
+def per_token_acceptance(accepted_per_drafted: float, k: int) -> float:
+    """The per-token acceptance ``a`` whose ``sum(a^i, i=1..k) / k`` is the measured
+    accepted / drafted ratio (what a bench reports)."""
+    r = min(max(accepted_per_drafted, 0.0), 0.999)
+    if k <= 1:
+        return r
+    lo, hi = 0.0, 0.9999
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if sum(mid**i for i in range(1, k + 1)) / k < r:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def price_spec(mode: SpecMode, k: int, acceptance: float, token_s: float, draft_s: float,
+               verify: float, expert_share: float = 0.0, expert_ratio: float = 0.0,
+               c: SpeedConstants = CONSTANTS) -> SpecOutcome:
+    """Price ``k`` drafted tokens per step: returns what a step yields and costs.
+
+    Args:
+        token_s: one plain token of the target model.
+        draft_s: one drafted token (MTP head, draft model; ~0 for n-gram lookup).
+        verify: extra step cost per drafted token (fraction of ``token_s``).
+        expert_share: share of ``token_s`` spent reading routed experts: a verify batch
+            of ``k + 1`` tokens reads more distinct experts than one token does.
+        expert_ratio: ``n_expert_used / n_expert``.
+    """
+    if mode == SpecMode.OFF or k <= 0 or token_s <= 0:
+        return NO_SPEC
+    more_experts = (distinct_experts(k + 1, expert_ratio) - 1.0) * (1.0 - c.moe_verify_overlap)
+    step = token_s * (1.0 + verify * k + expert_share * more_experts) + k * draft_s
+    return SpecOutcome(mode, k, acceptance, tokens_per_step(acceptance, k), step / token_s)
+
+
+def best_draft_length(mode: SpecMode, acceptance: float, token_s: float, draft_s: float,
+                      verify: float, expert_share: float = 0.0, expert_ratio: float = 0.0,
+                      max_k: int = 8) -> SpecOutcome:
+    """The draft length (1..max_k) with the best tokens per second, or NO_SPEC."""
+    best = NO_SPEC
+    for k in range(1, max_k + 1):
+        out = price_spec(mode, k, acceptance, token_s, draft_s, verify, expert_share,
+                         expert_ratio)
+        if out.tokens_per_step / out.step_cost > best.tokens_per_step / best.step_cost * 1.01:
+            best = out
+    return best
+
+
+def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], threads: int,
+                           n_ubatch: int, c: SpeedConstants = CONSTANTS
+                           ) -> tuple[tuple[str, float], ...]:
+    """Seconds per prompt token per device (compute-bound; host weights cross PCIe)."""
+    gpus = [g for g in inventory.gpus if any(ld.device == f"gpu{g.index}" for ld in loads)]
+    out: list[tuple[str, float]] = []
+    for load in loads:
+        gpu = gpu_of(inventory, load.device)
+        disk = load.disk_stored_bytes / disk_bandwidth(inventory, c) / n_ubatch
+        if gpu is not None:
+            out.append((load.device, load.flops / gpu_flops(gpu, c) + disk))
+        elif gpus:
+            # llama.cpp copies host-resident weights to the GPU for big batches
+            main = max(gpus, key=lambda g: g.tflops_fp16)
+            pcie = (main.pcie_gbps if main.pcie_gbps > 0 else 16.0) * GB * c.pcie_fraction
+            copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
+            out.append((load.device, copy + load.flops / gpu_flops(main, c) + disk))
+        else:
+            cpu = max(1, threads) * c.cpu_core_gflops * 1e9
+            out.append((load.device, load.flops / cpu + disk))
+    return tuple(out)
+
+
+def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tuple[str, str]],
+            n_embd: int, threads: int, prompt_tokens: int, depth: int, n_ubatch: int,
+            spec: SpecOutcome = NO_SPEC, c: SpeedConstants = CONSTANTS) -> Speed:
+    """Predict decode / prefill / TTFT for a token passing through ``loads`` in order.
+
+    Args:
+        loads: per device, what one token does there.
+        hops: activation transfers per token, as (from, to) device pairs.
+        threads: CPU threads (for host loads).
+        spec: the priced speculation (see :func:`price_spec`).
+    """
+    times = tuple(device_time(inventory, ld, threads, c) for ld in loads)
+    transfer = transfer_time(inventory, hops, n_embd, 1, c)
+    token_s = sum(t.total_s for t in times) + transfer
+    decode = spec.tokens_per_step / (token_s * spec.step_cost) if token_s > 0 else 0.0
+    prefill_parts = prefill_time_per_token(inventory, loads, threads, n_ubatch, c)
+    per_prompt_token = sum(s for _, s in prefill_parts)
+    per_prompt_token += transfer_time(inventory, hops, n_embd, n_ubatch, c) / n_ubatch
+    prefill = 1.0 / per_prompt_token if per_prompt_token > 0 else 0.0
+    ttft = prompt_tokens * per_prompt_token + token_s
+    return Speed(decode_tps=decode, prefill_tps=prefill, ttft_s=ttft,
+                 prompt_tokens=prompt_tokens, depth=depth, token_s=token_s,
+                 transfer_s=transfer, devices=times, spec=spec,
+                 prefill_devices=prefill_parts)
