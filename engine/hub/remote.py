@@ -92,6 +92,7 @@ class RemoteFileReader:
         self.revision = revision
         self.timeout = timeout
         self.bytes_fetched = 0
+        self.bytes_asked = 0           # furthest byte the caller asked for
         self.requests = 0
         self._location: str | None = None
         folder = _cache_dir()
@@ -152,6 +153,7 @@ class RemoteFileReader:
         end = min(offset + size, self.size)
         if offset >= end:
             return b""
+        self.bytes_asked = max(self.bytes_asked, end)
         have = len(self._prefix)
         if end <= have:
             return bytes(self._prefix[offset:end])
@@ -174,7 +176,8 @@ class RemoteRead:
 
     profile: ModelProfile
     file_bytes: int
-    bytes_fetched: int
+    bytes_fetched: int           # over the network in this call (0 when cached)
+    header_bytes: int            # furthest byte the parser asked for, all shards
     requests: int
     shards: tuple[str, ...]
 
@@ -203,6 +206,7 @@ def read_remote(spec: str | HubSpec,
                            extra_shards=[(r.read_at, r.size) for r in rest])
     return RemoteRead(profile=profile, file_bytes=sum(r.size for r in readers),
                       bytes_fetched=sum(r.bytes_fetched for r in readers),
+                      header_bytes=sum(r.bytes_asked for r in readers),
                       requests=sum(r.requests for r in readers), shards=names)
 
 
