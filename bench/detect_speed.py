@@ -49,6 +49,7 @@ def main() -> int:
           f"{host['ram_total_bytes'] / 2**30:.1f} GiB RAM, {len(doc['gpus'])} GPU(s)")  # type: ignore[arg-type]
     print(f"measured: host RAM {host['bandwidth_gbps']} GB/s, "
           + ", ".join(f"disk {d['kind']} {d['read_gbps']} GB/s" for d in disks))
+    print(f"notes: {' '.join(doc.get('notes', [])) or 'none'}")  # type: ignore[arg-type]
     for name, values, target in (("cold", cold, 5.0), ("warm", warm, 1.0)):
         verdict = "ok" if statistics.median(values) < target else "OVER TARGET"
         print(f"{name} detect --json: median {statistics.median(values):.2f} s, "

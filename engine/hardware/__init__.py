@@ -118,14 +118,18 @@ def detect(*, model_dirs: Sequence[Path] | None = None, measure: bool = True,
     cache_dir = src.cache_dir or paths().cache
     key = fingerprint(host.cpu, host.threads, host.ram_total_bytes,
                       [(g.name, g.total_bytes) for g in gpus])
-    cache = ProbeCache(key) if remeasure else ProbeCache.load(cache_dir, key)
+    cache = ProbeCache.load(cache_dir, key)
     before = repr(cache)
+    if remeasure and measure:
+        # Forget the host and GPU figures; disks are re-measured as they are visited, so
+        # a disk not named this time keeps its figure.
+        cache.host, cache.gpus = {}, {}
     run.step("host_bandwidth", 0.35)
     host = _host_bandwidth(host, cache, measure, run)
     run.step("gpu_bandwidth", 0.55)
     gpus = _gpu_bandwidth(gpus, cache, measure, src, run)
     run.step("disks", 0.7)
-    disks = _disks(model_dirs, cache, measure, src, run)
+    disks = _disks(model_dirs, cache, measure, remeasure, src, run)
     if repr(cache) != before:
         cache.save(cache_dir)
     run.step("done", 1.0)
@@ -283,8 +287,8 @@ def _measure_gpus(torch: Any, gpus: list[Gpu], cache: ProbeCache, run: _Run) -> 
                                        "h2d_gbps": probe.h2d_gbps, "name": probe.name}
 
 
-def _disks(model_dirs: Sequence[Path] | None, cache: ProbeCache, measure: bool, src: Sources,
-           run: _Run) -> list[Disk]:
+def _disks(model_dirs: Sequence[Path] | None, cache: ProbeCache, measure: bool,
+           remeasure: bool, src: Sources, run: _Run) -> list[Disk]:
     if model_dirs is None:
         from engine.paths import paths
 
@@ -292,16 +296,21 @@ def _disks(model_dirs: Sequence[Path] | None, cache: ProbeCache, measure: bool, 
         folder.mkdir(parents=True, exist_ok=True)
         model_dirs = [folder]
     disks: list[Disk] = []
+    fresh: set[str] = set()  # devices measured in this run (remeasure reads each once)
     for folder in model_dirs:
         run.step("disks", 0.7 + 0.3 * len(disks) / max(1, len(model_dirs)))
-        disks.append(_disk(Path(folder), cache, measure, src))
+        disks.append(_disk(Path(folder), cache, measure, remeasure, fresh, src))
     return disks
 
 
-def _disk(folder: Path, cache: ProbeCache, measure: bool, src: Sources) -> Disk:
+def _disk(folder: Path, cache: ProbeCache, measure: bool, remeasure: bool, fresh: set[str],
+          src: Sources) -> Disk:
     device = block_device(folder, src.sys_root, src.proc_root)
     notes = list(device.notes)
     key = device.cache_key or f"path:{folder.resolve()}"
+    if remeasure and measure and key not in fresh:
+        cache.disks.pop(key, None)
+    fresh.add(key)
     cached = cache.disks.get(key, {})
     gbps = cached.get("read_gbps")
     if isinstance(gbps, int | float) and gbps > 0:

@@ -104,3 +104,24 @@ def test_two_folders_on_one_disk_are_measured_once(tmp_path: Path) -> None:
     first, second = inv.disks
     assert first.measured and second.measured
     assert first.read_gbps == second.read_gbps and first.device == second.device
+
+
+def test_remeasure_reads_each_disk_again_and_keeps_the_others(tmp_path: Path) -> None:
+    import json
+
+    from engine.hardware.cache import FILE_NAME
+
+    models = tmp_path / "models"
+    models.mkdir()
+    sources = Sources(cache_dir=tmp_path / "c")
+    detect(model_dirs=[models], sources=sources)
+    saved = json.loads((tmp_path / "c" / FILE_NAME).read_text())
+    (key,) = saved["disks"]
+    saved["disks"][key]["read_gbps"] = 777.0
+    saved["disks"]["elsewhere:1"] = {"read_gbps": 3.5, "notes": []}
+    (tmp_path / "c" / FILE_NAME).write_text(json.dumps(saved))
+    assert detect(model_dirs=[models], sources=sources).disks[0].read_gbps == 777.0
+    again = detect(model_dirs=[models], remeasure=True, sources=sources)
+    assert again.disks[0].read_gbps != 777.0 and again.disks[0].measured
+    disks = json.loads((tmp_path / "c" / FILE_NAME).read_text())["disks"]
+    assert disks["elsewhere:1"]["read_gbps"] == 3.5
