@@ -337,8 +337,6 @@ def _fetch_file(item: DownloadItem, meter: _Meter, cancel: threading.Event | Non
 
 def _stream(remote: hubapi.RemoteFile, have: int, out: object, digest: hashlib._Hash,
             meter: _Meter, cancel: threading.Event | None, timeout: float) -> int:
-    import httpx2
-
     assert hasattr(out, "write")
     with hubapi.open_range(remote.url, have, None, timeout) as response:
         try:
@@ -350,7 +348,7 @@ def _stream(remote: hubapi.RemoteFile, have: int, out: object, digest: hashlib._
                 meter.add(len(block))
                 if cancel is not None and cancel.is_set():
                     break
-        except httpx2.TransportError as exc:
+        except hubapi.TransportError as exc:
             raise HubOfflineError(f"{remote.path}: connection lost ({exc})") from exc
     return have
 

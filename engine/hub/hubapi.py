@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import httpx2
 from huggingface_hub import (
     constants,
     get_hf_file_metadata,
@@ -31,10 +30,17 @@ from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
+from huggingface_hub.utils._headers import build_hf_headers
 
 from engine.hub.errors import BadSpecError, HubError, HubNotFoundError, HubOfflineError
 
+try:  # huggingface_hub 2.x speaks httpx2; 1.x spoke httpx
+    import httpx2 as http_lib
+except ImportError:  # pragma: no cover
+    import httpx as http_lib  # type: ignore[no-redef]
+
 log = logging.getLogger(__name__)
+TransportError = http_lib.TransportError
 
 DEFAULT_TIMEOUT_S = 10.0
 _TRUE = {"1", "on", "yes", "true"}
@@ -107,9 +113,9 @@ def call(what: str, fn: Callable[[], T]) -> T:
         return fn()
     except OfflineModeIsEnabled as exc:
         raise HubOfflineError(f"{what}: offline (HF_HUB_OFFLINE is set)") from exc
-    except httpx2.TimeoutException as exc:
+    except http_lib.TimeoutException as exc:
         raise HubOfflineError(f"{what}: the hub at {endpoint()} did not answer in time") from exc
-    except httpx2.TransportError as exc:
+    except http_lib.TransportError as exc:
         raise HubOfflineError(f"{what}: cannot reach the hub at {endpoint()} ({exc})") from exc
     except (RepositoryNotFoundError, RevisionNotFoundError, RemoteEntryNotFoundError) as exc:
         raise HubNotFoundError(f"{what}: not found on the hub (or private/gated)") from exc
@@ -125,8 +131,9 @@ def list_files(repo: str, revision: str = "main",
                        "?recursive=true")
     files: list[RemoteFile] = []
 
-    def fetch(page_url: str) -> httpx2.Response:
-        response = get_session().get(page_url, timeout=timeout, follow_redirects=True)
+    def fetch(page_url: str) -> http_lib.Response:
+        response = get_session().get(page_url, headers=build_hf_headers(), timeout=timeout,
+                                     follow_redirects=True)
         hf_raise_for_status(response)
         return response
 
@@ -156,14 +163,15 @@ def head_file(repo: str, path: str, revision: str = "main",
 
 @contextmanager
 def open_range(url: str, start: int, end: int | None = None,
-               timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[httpx2.Response]:
+               timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[http_lib.Response]:
     """Stream bytes ``[start, end)`` of ``url`` (``end`` None: to the end of the file).
 
     The response must be a 206 for the asked range, or a 200 when ``start`` is 0; a server
     that ignores ``Range`` further in is refused rather than read from the beginning.
     """
     last = "" if end is None else str(end - 1)
-    headers = {"Range": f"bytes={start}-{last}", "Accept-Encoding": "identity"}
+    headers = build_hf_headers()  # the user's token, for gated repos; dropped off the hub
+    headers.update({"Range": f"bytes={start}-{last}", "Accept-Encoding": "identity"})
 
     def opener() -> Any:
         ctx = get_session().stream("GET", url, headers=headers, timeout=timeout,
@@ -196,6 +204,6 @@ def read_range(url: str, start: int, length: int, timeout: float = DEFAULT_TIMEO
                 out += block
                 if len(out) >= length:
                     break
-        except httpx2.TransportError as exc:
+        except http_lib.TransportError as exc:
             raise HubOfflineError(f"reading {url}: connection lost ({exc})") from exc
     return bytes(out[:length])
