@@ -19,7 +19,7 @@ from typing import Any
 from planner.errors import GGUFError, UnsupportedModelError
 from planner.ggml_types import GGML_TYPES
 from planner.profile import ModelProfile
-from planner.profile_builder import build_profile
+from planner.profile_builder import build_profile, printable
 
 ReadAt = Callable[[int, int], bytes]
 
@@ -132,7 +132,7 @@ class _Cursor:
     def string(self, what: str) -> str:
         n = self.u64()
         if n > MAX_STRING or n > self.remaining():
-            raise GGUFError(f"{what}: string length {n} does not fit in the "
+            raise GGUFError(f"{printable(what)}: string length {n} does not fit in the "
                             f"{self.remaining()} bytes left (truncated or corrupt file)")
         return self.take(n).decode("utf-8", errors="replace")
 
@@ -171,10 +171,11 @@ def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
         count = cur.u64()
         min_size = 8 if item == _STRING else _SCALARS.get(item, ("", 0))[1]
         if item not in _SCALARS and item != _STRING:
-            raise GGUFError(f"metadata '{key}': array of unknown value type {item}")
+            raise GGUFError(f"metadata '{printable(key)}': array of unknown value type "
+                            f"{item}")
         if count > MAX_ARRAY or count * min_size > cur.remaining():
-            raise GGUFError(f"metadata '{key}': array length {count} does not fit in the "
-                            f"{cur.remaining()} bytes left (truncated or corrupt file)")
+            raise GGUFError(f"metadata '{printable(key)}': array length {count} does not fit "
+                            f"in the {cur.remaining()} bytes left (truncated or corrupt file)")
         if item == _STRING:
             cur.skip_strings(count)
             return ArrayInfo(item, count)
@@ -184,7 +185,7 @@ def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
             return ArrayInfo(item, count)
         raw = cur.take(count * size)
         return list(struct.unpack(f"<{count}{fmt[1]}", raw))
-    raise GGUFError(f"metadata '{key}': unknown value type {vtype}")
+    raise GGUFError(f"metadata '{printable(key)}': unknown value type {vtype}")
 
 
 def read_header(read_at: ReadAt, file_size: int) -> GGUFHeader:
@@ -221,7 +222,8 @@ def read_header(read_at: ReadAt, file_size: int) -> GGUFHeader:
         name = cur.string("tensor name")
         n_dims = cur.u32()
         if not 1 <= n_dims <= MAX_DIMS:
-            raise GGUFError(f"tensor '{name}': {n_dims} dimensions (1 to {MAX_DIMS} allowed)")
+            raise GGUFError(f"tensor '{printable(name)}': {n_dims} dimensions "
+                            f"(1 to {MAX_DIMS} allowed)")
         shape = tuple(cur.u64() for _ in range(n_dims))
         raw.append((name, shape, cur.u32(), cur.u64()))
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
@@ -237,20 +239,21 @@ def _check_tensor(entry: tuple[str, tuple[int, ...], int, int], data_offset: int
     name, shape, type_id, offset = entry
     gtype = GGML_TYPES.get(type_id)
     if gtype is None:
-        raise UnsupportedModelError(f"tensor '{name}' has unknown ggml type {type_id}")
+        raise UnsupportedModelError(f"tensor '{printable(name)}' has unknown ggml type {type_id}")
     n = 1
     for dim in shape:
         if dim <= 0 or dim > 1 << 40:
-            raise GGUFError(f"tensor '{name}': absurd dimension {dim}")
+            raise GGUFError(f"tensor '{printable(name)}': absurd dimension {dim}")
         n *= dim
         if n > 1 << 48:
-            raise GGUFError(f"tensor '{name}': absurd element count")
+            raise GGUFError(f"tensor '{printable(name)}': absurd element count")
     if shape[0] % gtype.block_size:
-        raise GGUFError(f"tensor '{name}': row of {shape[0]} is not a multiple of "
+        raise GGUFError(f"tensor '{printable(name)}': row of {shape[0]} is not a multiple of "
                         f"{gtype.name}'s block of {gtype.block_size}")
     nbytes = gtype.row_bytes(n)
     if data_offset + offset + nbytes > file_size:
-        raise GGUFError(f"tensor '{name}': data ends at {data_offset + offset + nbytes}, "
+        end = data_offset + offset + nbytes
+        raise GGUFError(f"tensor '{printable(name)}': data ends at {end}, "
                         f"past the end of the file ({file_size} bytes)")
     return RawTensor(name, shape, type_id, offset, nbytes)
 

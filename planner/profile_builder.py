@@ -33,6 +33,12 @@ _ATTN_PARTS = ("attn_", "wkv", "indexer")
 _MAX_LAYERS = 1 << 14
 
 
+def printable(name: str) -> str:
+    """A key or name fit for a one-line message (a hostile file may hold anything)."""
+    clean = "".join(c if c.isprintable() else "?" for c in name[:64])
+    return clean + ("..." if len(name) > 64 else "")
+
+
 def classify(part: str) -> TensorKind:
     """The kind of a block tensor from its name after ``blk.N.``."""
     if "_exps" in part or part.startswith("exp_probs"):
@@ -191,7 +197,7 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
     if not isinstance(arch, str) or not arch:
         raise UnsupportedModelError("GGUF has no general.architecture")
     if arch not in KNOWN_ARCHITECTURES:
-        raise UnsupportedModelError(f"unknown architecture '{arch[:60]}'")
+        raise UnsupportedModelError(f"unknown architecture '{printable(arch)}'")
     a = arch
     n_all = _u(md, f"{a}.block_count", -1)
     if not 0 <= n_all <= _MAX_LAYERS:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import struct
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.errors import PlannerError
@@ -16,13 +19,14 @@ from planner.profile import ModelProfile
 from tests.helpers.gguf_factory import Shape, write_qwen3moe
 
 
-@pytest.fixture(scope="module")
-def seed(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+@functools.cache
+def seed_bytes() -> bytes:
     """A small, valid qwen3moe header (data left as a hole)."""
-    path = write_qwen3moe(tmp_path_factory.mktemp("fuzz") / "seed.gguf",
-                          Shape(n_layers=1, n_vocab=300, n_expert=4, n_expert_used=2,
-                                n_ff_exp=32), header_only=True)
-    return path.read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_qwen3moe(Path(tmp) / "seed.gguf",
+                              Shape(n_layers=1, n_vocab=300, n_expert=4, n_expert_used=2,
+                                    n_ff_exp=32), header_only=True)
+        return path.read_bytes()
 
 
 def _read(data: bytes) -> ModelProfile | PlannerError:
@@ -37,14 +41,13 @@ def _read(data: bytes) -> ModelProfile | PlannerError:
     return result
 
 
-_settings = settings(max_examples=150, deadline=2000,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+_settings = settings(max_examples=150, deadline=2000)
 
 
 @_settings
 @given(st.data())
-def test_mutated_headers_fail_cleanly(seed: bytes, data: st.DataObject) -> None:
-    buf = bytearray(seed)
+def test_mutated_headers_fail_cleanly(data: st.DataObject) -> None:
+    buf = bytearray(seed_bytes())
     header_end = min(len(buf), 16000)
     for _ in range(data.draw(st.integers(1, 8))):
         pos = data.draw(st.integers(0, header_end - 8))
@@ -60,7 +63,8 @@ def test_mutated_headers_fail_cleanly(seed: bytes, data: st.DataObject) -> None:
 
 @_settings
 @given(cut=st.integers(0, 20000))
-def test_truncated_headers_fail_cleanly(seed: bytes, cut: int) -> None:
+def test_truncated_headers_fail_cleanly(cut: int) -> None:
+    seed = seed_bytes()
     result = _read(seed[:cut % len(seed)])
     assert isinstance(result, PlannerError)
 
@@ -77,7 +81,7 @@ def test_random_bytes_after_a_valid_prefix_fail_cleanly(blob: bytes) -> None:
     _read(b"GGUF" + struct.pack("<I", 3) + blob)
 
 
-def test_hostile_header_allocates_little(seed: bytes) -> None:
+def test_hostile_header_allocates_little() -> None:
     # a 2 GB "file" whose header claims a 1.9 GB string: refused without reading it
     big = 2_000_000_000
     key = b"general.name"
@@ -98,6 +102,6 @@ def test_hostile_header_allocates_little(seed: bytes) -> None:
     assert peak < 8 * 1024 * 1024
 
 
-def test_seed_itself_reads(seed: bytes) -> None:
-    result = _read(seed)
+def test_seed_itself_reads() -> None:
+    result = _read(seed_bytes())
     assert isinstance(result, ModelProfile) and result.architecture == "qwen3moe"
