@@ -30,6 +30,15 @@ SEGMENT_COLORS: dict[str, tuple[str, str]] = {
 }
 
 
+# Sizes in points, so they follow the screen's DPI; colours come from the palette.
+STYLE = """
+QLabel#pageTitle { font-size: 15pt; font-weight: 600; }
+QListWidget#sidebar { font-size: 11pt; }
+QListWidget#sidebar::item { padding: 6px 4px; }
+QToolButton:checked { background: palette(highlight); color: palette(highlighted-text); }
+"""
+
+
 def system_is_dark() -> bool:
     """Whether the platform asks for a dark theme."""
     hints = QGuiApplication.styleHints()
@@ -64,6 +73,7 @@ def apply_theme(app: QApplication, choice: ThemeChoice | str = ThemeChoice.SYSTE
     dark = system_is_dark() if choice is ThemeChoice.SYSTEM else choice is ThemeChoice.DARK
     app.setStyle("Fusion")
     app.setPalette(_dark_palette() if dark else app.style().standardPalette())
+    app.setStyleSheet(STYLE)  # setting it again re-polishes every widget with the new palette
     app.setProperty("loadout_dark", dark)
     log.debug("theme %s (dark=%s)", choice, dark)
     return dark

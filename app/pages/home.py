@@ -26,6 +26,15 @@ from app.texts import disk_kind_text, plan_roles, role_text
 log = logging.getLogger(__name__)
 
 
+def _fit_rows(table: QTableWidget, minimum_rows: int = 1) -> None:
+    """Make ``table`` exactly as tall as its rows (no empty expanse below them)."""
+    rows = max(minimum_rows, table.rowCount())
+    height = table.horizontalHeader().height() + 2 * table.frameWidth() + 2
+    height += sum(table.rowHeight(r) for r in range(table.rowCount()))
+    height += (rows - table.rowCount()) * table.verticalHeader().defaultSectionSize()
+    table.setFixedHeight(height)
+
+
 def _table(columns: int) -> QTableWidget:
     table = QTableWidget(0, columns)
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -82,9 +91,10 @@ class HomePage(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.status)
-        layout.addWidget(self.gpu_box, 2)
+        layout.addWidget(self.gpu_box)
         layout.addWidget(self.host_box)
-        layout.addWidget(self.disk_box, 1)
+        layout.addWidget(self.disk_box)
+        layout.addStretch(1)
         state.sig_detected_changed.connect(self.refresh)
         state.sig_plan_changed.connect(lambda _plan: self.refresh())
         self.retranslate()
@@ -160,6 +170,8 @@ class HomePage(QWidget):
                      reason]
             for col, text in enumerate(cells):
                 self.gpu_table.setItem(row, col, QTableWidgetItem(text))
+        self.gpu_table.resizeRowsToContents()
+        _fit_rows(self.gpu_table)
         self.gpu_table.setVisible(bool(gpus))
         self.no_gpu.setVisible(inv is not None and not gpus)
         if inv is None:
@@ -178,3 +190,5 @@ class HomePage(QWidget):
             cells = [disk.path, disk_kind_text(disk.kind.value), fmt_gbps(disk.read_gbps)]
             for col, text in enumerate(cells):
                 self.disk_table.setItem(row, col, QTableWidgetItem(text))
+        self.disk_table.resizeRowsToContents()
+        _fit_rows(self.disk_table)

@@ -74,9 +74,12 @@ class SettingsPage(QWidget):
                 self.task, self.log_link]
         for label, field in zip(self.labels, rows, strict=True):
             self.form.addRow(label, field)  # type: ignore[call-overload]
+        form_box = QWidget()
+        form_box.setLayout(self.form)
+        form_box.setMaximumWidth(self.fontMetrics().horizontalAdvance("M") * 56)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
-        layout.addLayout(self.form)
+        layout.addWidget(form_box)
         layout.addStretch(1)
         for combo in (self.language, self.theme, self.task):
             combo.currentIndexChanged.connect(self._on_field_changed)

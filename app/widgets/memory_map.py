@@ -9,7 +9,15 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import QEvent, QPoint, QRect, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFontMetrics,
+    QHelpEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.formatting import fmt_bytes
@@ -41,6 +49,16 @@ class MemoryMap(QWidget):
         self.updateGeometry()
         self.update()
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.updateGeometry()  # the legend may wrap onto more lines
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self.sizeHint().height()
+
     # -- geometry ---------------------------------------------------------------------
     def _row_height(self) -> int:
         return max(28, QFontMetrics(self.font()).height() * 2)
@@ -58,8 +76,22 @@ class MemoryMap(QWidget):
     def minimumSizeHint(self) -> QSize:
         return QSize(320, self.sizeHint().height())
 
+    def _legend_lines(self) -> list[list[str]]:
+        metrics = QFontMetrics(self.font())
+        box = metrics.height() - 4
+        lines: list[list[str]] = [[]]
+        x, width = 0, max(200, self.width() - 8)
+        for kind in LEGEND_KINDS:
+            step = box + 4 + metrics.horizontalAdvance(segment_text(kind)) + 16
+            if x + step > width and lines[-1]:
+                lines.append([])
+                x = 0
+            lines[-1].append(kind)
+            x += step
+        return lines
+
     def _legend_height(self) -> int:
-        return QFontMetrics(self.font()).height() + 12
+        return len(self._legend_lines()) * (QFontMetrics(self.font()).height() + 4) + 8
 
     def _bar_rect(self, row: int) -> QRect:
         top = row * (self._row_height() + 8) + 4
@@ -158,11 +190,15 @@ class MemoryMap(QWidget):
     def _paint_legend(self, painter: QPainter, rows: int, dark: bool) -> None:
         metrics = QFontMetrics(self.font())
         y = rows * (self._row_height() + 8) + 8
-        x = self._label_width()
         box = metrics.height() - 4
-        for kind in LEGEND_KINDS:
-            name = segment_text(kind)
-            painter.fillRect(QRect(x, y + 2, box, box), segment_color(kind, dark))
-            painter.setPen(self.palette().windowText().color())
-            painter.drawText(x + box + 4, y + metrics.ascent(), name)
-            x += box + 4 + metrics.horizontalAdvance(name) + 16
+        for line in self._legend_lines():
+            x = 0
+            for kind in line:
+                name = segment_text(kind)
+                painter.fillRect(QRect(x, y + 2, box, box), segment_color(kind, dark))
+                painter.setPen(QPen(self.palette().mid().color(), 1))
+                painter.drawRect(QRect(x, y + 2, box, box))
+                painter.setPen(self.palette().windowText().color())
+                painter.drawText(x + box + 4, y + metrics.ascent(), name)
+                x += box + 4 + metrics.horizontalAdvance(name) + 16
+            y += metrics.height() + 4
