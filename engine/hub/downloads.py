@@ -26,15 +26,8 @@ from pathlib import Path
 from huggingface_hub import constants
 
 from engine.hub import hubapi
-from engine.hub.errors import (
-    BadSpecError,
-    HubNotFoundError,
-    HubOfflineError,
-    IntegrityError,
-    NotEnoughDiskError,
-)
-from engine.hub.quants import FileGroup, gguf_groups, pick_group
-from engine.hub.remote import parse_spec, shard_names
+from engine.hub.errors import BadSpecError, HubOfflineError, IntegrityError, NotEnoughDiskError
+from engine.hub.pullspec import choose_files, parse_pull_spec
 from engine.paths import paths
 
 log = logging.getLogger(__name__)
@@ -42,8 +35,6 @@ log = logging.getLogger(__name__)
 DISK_MARGIN = 512 << 20        # keep this much free beyond the download
 BLOCK = 1 << 20
 RETRIES = 3                    # connection drops survived per file before giving up
-DEFAULT_QUANTS = ("Q4_K_M", "Q4_K_XL", "IQ4_XS", "Q4_0", "MXFP4", "MXFP4_MOE", "Q5_K_M",
-                  "Q6_K", "Q8_0")
 
 
 class Destination(StrEnum):
@@ -85,7 +76,7 @@ class DownloadPlan:
 
     @property
     def remaining_bytes(self) -> int:
-        return sum(0 if i.target.exists() else i.remote.size - i.have_bytes for i in self.items)
+        return sum(0 if _present(i) else i.remote.size - i.have_bytes for i in self.items)
 
     @property
     def fits_on_disk(self) -> bool:
@@ -118,48 +109,6 @@ class DownloadResult:
 
 
 ProgressCallback = Callable[[Progress], None]
-
-
-def parse_pull_spec(spec: str) -> tuple[str, str | None, str | None]:
-    """``REPO[:QUANT]`` or ``hf:OWNER/REPO/FILE.gguf`` -> (repo, quant, filename).
-
-    Raises:
-        BadSpecError: neither form.
-    """
-    if spec.startswith("hf:"):
-        hub = parse_spec(spec)
-        return hub.repo, None, hub.filename
-    repo, _, quant = spec.partition(":")
-    hubapi.check_repo_id(repo)
-    return repo, (quant.upper() or None), None
-
-
-def choose_files(repo: str, files: tuple[hubapi.RemoteFile, ...], quant: str | None,
-                 filename: str | None) -> FileGroup:
-    """The file group a pull spec names (a default quant when none is given).
-
-    Raises:
-        HubNotFoundError: nothing matches; the message lists the quants the repo has.
-    """
-    groups = gguf_groups(files)
-    if filename is not None:
-        wanted = set(shard_names(filename))
-        chosen = tuple(f for f in files if f.path in wanted)
-        if len(chosen) != len(wanted):
-            raise HubNotFoundError(f"{repo} has no file {filename}")
-        return FileGroup(quant=None, files=tuple(sorted(chosen, key=lambda f: f.path)))
-    if not groups:
-        raise HubNotFoundError(f"{repo} has no GGUF files")
-    for q in ((quant,) if quant else DEFAULT_QUANTS):
-        group = pick_group(groups, q)
-        if group is not None:
-            if not group.complete:
-                raise HubNotFoundError(f"{repo}: the listing lacks shards of {group.first.path}")
-            return group
-    if quant is None and len(groups) == 1:
-        return groups[0]
-    have = sorted({g.quant or g.first.path for g in groups})
-    raise HubNotFoundError(f"{repo} has no {quant or 'default'} file; it has: {', '.join(have)}")
 
 
 def _hub_cache() -> Path:
@@ -258,7 +207,9 @@ def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
     meter = _Meter(plan, progress)
     for index, item in enumerate(plan.items):
         meter.file_index = index
-        if item.target.exists() and item.target.stat().st_size == item.remote.size:
+        if _present(item):
+            if plan.destination is Destination.HUB_CACHE:
+                _link(item, plan)  # the blob may be another snapshot's (or another tool's)
             continue
         if not _fetch_file(item, meter, cancel, timeout):
             return DownloadResult(Status.PAUSED, plan.model_path,
@@ -362,23 +313,43 @@ def _verify(item: DownloadItem, sha256: str) -> None:
                              f"hub's {expected[:12]}...; the download was removed")
 
 
+def _blob_of(item: DownloadItem) -> Path:
+    return item.partial.with_name(item.partial.name.removesuffix(".incomplete"))
+
+
+def _present(item: DownloadItem) -> bool:
+    """The file is here already (or, in the hub cache, its blob is)."""
+    size = item.remote.size
+    if item.target.exists() and item.target.stat().st_size == size:
+        return True
+    blob = _blob_of(item)
+    return item.partial.name.endswith(".incomplete") and blob.exists() \
+        and blob.stat().st_size == size
+
+
 def _finish(item: DownloadItem, plan: DownloadPlan) -> None:
     item.target.parent.mkdir(parents=True, exist_ok=True)
     if plan.destination is Destination.MODELS:
         os.replace(item.partial, item.target)
     else:
-        blob = item.partial.with_name(item.partial.name.removesuffix(".incomplete"))
-        os.replace(item.partial, blob)
-        item.target.unlink(missing_ok=True)
-        try:
-            item.target.symlink_to(os.path.relpath(blob, item.target.parent))
-        except OSError:  # no symlinks (Windows without developer mode): keep a copy
-            shutil.copyfile(blob, item.target)
-        if plan.commit:
-            ref = blob.parent.parent / "refs" / item.remote.revision
-            ref.parent.mkdir(parents=True, exist_ok=True)
-            ref.write_text(plan.commit)
+        os.replace(item.partial, _blob_of(item))
+        _link(item, plan)
     _state_path(item.partial).unlink(missing_ok=True)
+
+
+def _link(item: DownloadItem, plan: DownloadPlan) -> None:
+    """Point the hub cache's snapshot entry at the blob (as huggingface_hub lays it out)."""
+    blob = _blob_of(item)
+    item.target.parent.mkdir(parents=True, exist_ok=True)
+    item.target.unlink(missing_ok=True)
+    try:
+        item.target.symlink_to(os.path.relpath(blob, item.target.parent))
+    except OSError:  # no symlinks (Windows without developer mode): keep a copy
+        shutil.copyfile(blob, item.target)
+    if plan.commit:
+        ref = blob.parent.parent / "refs" / item.remote.revision
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        ref.write_text(plan.commit)
 
 
 def discard(plan: DownloadPlan) -> int:
@@ -426,5 +397,6 @@ def with_free_bytes(plan: DownloadPlan, free_bytes: int) -> DownloadPlan:
 
 
 __all__ = ["BadSpecError", "Destination", "DownloadItem", "DownloadPlan", "DownloadResult",
-           "PendingDownload", "Progress", "Status", "discard", "download", "parse_pull_spec",
+           "PendingDownload", "Progress", "Status", "choose_files", "discard", "download",
+           "parse_pull_spec",
            "pending_downloads", "plan_download"]

@@ -138,6 +138,20 @@ def test_split_model_into_the_hub_cache(hub: HubServer, tmp_path: Path,
         assert got.parent == repo_dir / "snapshots" / commit / "F16"
         assert got.is_symlink() and got.resolve().parent == repo_dir / "blobs"
         assert got.resolve().name == _sha(src) and _sha(got) == _sha(src)
+    # pulled again (or its blobs already cached): nothing moves over the network
+    served = sum(hub.served(f"F16/{p.name}") for p in shards)
+    again = download("someone/Tiny-GGUF:F16", destination=Destination.HUB_CACHE)
+    assert again.status is Status.COMPLETE and again.bytes_downloaded == 0
+    assert sum(hub.served(f"F16/{p.name}") for p in shards) == served
+
+
+def test_a_complete_file_is_not_downloaded_again(hub: HubServer, big_file: Path) -> None:
+    hub.add_file(REPO, NAME, big_file)
+    download(f"{REPO}:Q4_K_M")
+    plan = plan_download(f"{REPO}:Q4_K_M")
+    assert plan.remaining_bytes == 0
+    assert download(plan).bytes_downloaded == 0
+    assert hub.served(NAME) == big_file.stat().st_size
 
 
 def test_unknown_quant_lists_what_the_repo_has(hub: HubServer, big_file: Path) -> None:
