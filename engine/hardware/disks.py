@@ -9,8 +9,11 @@ disk, the figure is flagged as possibly served from the page cache.
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import mmap
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +149,36 @@ def _drop_cache(fd: int) -> bool:
     return True
 
 
+def resident_fraction(fd: int, length: int) -> float | None:
+    """How much of a file's first ``length`` bytes sits in the page cache (0..1).
+
+    ``None`` where ``mincore`` is unavailable (not Linux) or fails.
+    """
+    if not sys.platform.startswith("linux") or length <= 0:
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    except (OSError, AttributeError):
+        return None
+    page = os.sysconf("SC_PAGE_SIZE")
+    addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        return None
+    try:
+        pages = (length + page - 1) // page
+        vec = ctypes.create_string_buffer(pages)
+        if libc.mincore(ctypes.c_void_p(addr), length, vec) != 0:
+            return None
+        return sum(b & 1 for b in vec.raw) / pages
+    finally:
+        libc.munmap(ctypes.c_void_p(addr), length)
+
+
 def _timed_read(path: Path, max_bytes: int, budget_s: float, chunk: int) -> ReadProbe:
     buf = bytearray(chunk)
     view = memoryview(buf)
@@ -154,6 +187,11 @@ def _timed_read(path: Path, max_bytes: int, budget_s: float, chunk: int) -> Read
     try:
         if not _drop_cache(fd):
             notes.append("page_cache_not_dropped")
+        # Pages another process keeps mapped (a loaded model) survive the drop: reading
+        # them measures RAM, not the disk.
+        resident = resident_fraction(fd, min(max_bytes, os.fstat(fd).st_size))
+        if resident is not None and resident > 0.25:
+            notes.append("page_cache_suspected")
         done = 0
         start = time.perf_counter()
         while done < max_bytes and time.perf_counter() - start < budget_s:
@@ -166,7 +204,7 @@ def _timed_read(path: Path, max_bytes: int, budget_s: float, chunk: int) -> Read
     finally:
         os.close(fd)
     gbps = done / elapsed / 1e9 if elapsed > 0 and done else 0.0
-    if gbps > PAGE_CACHE_SUSPECT_GBPS:
+    if gbps > PAGE_CACHE_SUSPECT_GBPS and "page_cache_suspected" not in notes:
         notes.append("page_cache_suspected")
     return ReadProbe(round(gbps, 3), done, tuple(notes))
 

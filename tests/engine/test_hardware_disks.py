@@ -125,3 +125,28 @@ def test_remeasure_reads_each_disk_again_and_keeps_the_others(tmp_path: Path) ->
     assert again.disks[0].read_gbps != 777.0 and again.disks[0].measured
     disks = json.loads((tmp_path / "c" / FILE_NAME).read_text())["disks"]
     assert disks["elsewhere:1"]["read_gbps"] == 3.5
+
+
+def _model_file(folder: Path, mib: int) -> Path:
+    path = folder / "model.gguf"
+    with path.open("wb") as f:
+        for _ in range(mib):
+            f.write(os.urandom(MIB))
+        f.flush()
+        os.fsync(f.fileno())  # clean pages: the probe can drop them
+    return path
+
+
+def test_a_file_another_process_keeps_mapped_is_flagged_as_cached(tmp_path: Path) -> None:
+    import mmap
+
+    path = _model_file(tmp_path, 66)  # above the 64 MiB a model file needs
+    clean = probe_read(tmp_path, min_file_bytes=MIB)
+    assert "page_cache_suspected" not in clean.notes
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mapped:
+        assert sum(mapped[i] for i in range(0, len(mapped), 4096)) >= 0  # fault every page in
+        cached = probe_read(tmp_path, min_file_bytes=MIB)
+        assert "page_cache_suspected" in cached.notes
+        inv = detect(model_dirs=[tmp_path], sources=Sources(cache_dir=tmp_path / "c"))
+    (disk,) = inv.disks
+    assert not disk.measured and "read_nominal" in disk.notes  # a RAM speed is not kept
