@@ -26,6 +26,8 @@ from engine.hub.quants import quant_of
 from engine.paths import paths
 
 if TYPE_CHECKING:
+    from engine.hub.recommend import Fit
+    from planner.inventory import Inventory
     from planner.profile import ModelProfile
 
 log = logging.getLogger(__name__)
@@ -187,6 +189,15 @@ def _replace(entry: LibraryEntry, **changes: object) -> LibraryEntry:
     from dataclasses import replace
 
     return replace(entry, **changes)  # type: ignore[arg-type]
+
+
+def fit_badges(entries: Iterable[LibraryEntry], inventory: Inventory, task: str = "chat"
+               ) -> dict[Path, Fit | None]:
+    """The "fits" badge of each entry on ``inventory`` (None when its header is unreadable)."""
+    from engine.hub.recommend import badge_for
+
+    return {e.path: badge_for(e.profile, inventory, task) if e.profile is not None else None
+            for e in entries}
 
 
 def delete(entry: LibraryEntry, confirmed: bool) -> int:

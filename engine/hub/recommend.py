@@ -66,6 +66,11 @@ def fit_badge(p: Plan) -> Fit:
     return Fit.ALL_ON_GPU
 
 
+def badge_for(profile: ModelProfile, inventory: Inventory, task: str = "chat") -> Fit:
+    """The fit badge of one model (e.g. a library entry) on ``inventory``."""
+    return fit_badge(_plan(inventory, profile, TaskKind(task)))
+
+
 def quality_tier(bits: float) -> str:
     """near_lossless / high / good / fair / low (<= ~3 bits: the quality cliff)."""
     if bits >= 7.5:

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from engine.hub.errors import LibraryError
-from engine.hub.library import Source, default_roots, delete, scan
+from engine.hub.library import Source, default_roots, delete, fit_badges, scan
+from engine.hub.recommend import Fit
 from engine.paths import paths
+from planner.inventory import Inventory
 from tests.helpers.hub_server import write_split_llama
 
 
@@ -121,3 +123,19 @@ def test_default_roots_follow_the_environment(machine: Path,
     assert roots[Source.OLLAMA] == machine / "elsewhere"
     assert roots[Source.HF_CACHE] == machine / ".cache" / "huggingface" / "hub"
     assert roots[Source.LOADOUT] == paths().models
+
+
+def test_fits_badges_come_from_the_planner(machine: Path) -> None:
+    host = {"cpu": "test", "cores": 8, "threads": 16, "ram_total_bytes": 16 << 30,
+            "ram_available_bytes": 12 << 30, "bandwidth_gbps": 50.0}
+    gpu = {"name": "RTX 4090", "vendor": "nvidia", "backend": "cuda",
+           "total_bytes": 24 << 30, "bandwidth_gbps": 1008.0}
+    cpu_only = Inventory.from_json({"gpus": [], "host": host})
+    with_gpu = Inventory.from_json({"gpus": [gpu], "host": host})
+    entries = scan()
+    on_cpu, on_gpu = fit_badges(entries, cpu_only), fit_badges(entries, with_gpu)
+    for e in entries:
+        if e.error:
+            assert on_cpu[e.path] is None and on_gpu[e.path] is None
+        else:
+            assert (on_cpu[e.path], on_gpu[e.path]) == (Fit.IN_RAM, Fit.ALL_ON_GPU), e.name
