@@ -140,6 +140,14 @@ def largest_file(folder: Path, max_entries: int = 2000) -> Path | None:
 
 def _drop_cache(fd: int) -> bool:
     advise = getattr(os, "posix_fadvise", None)
+    if advise is None and sys.platform == "darwin":
+        import fcntl
+
+        try:  # F_NOCACHE: this descriptor's reads bypass the unified buffer cache
+            fcntl.fcntl(fd, getattr(fcntl, "F_NOCACHE", 48), 1)
+        except OSError:
+            return False
+        return True
     if advise is None:
         return False
     try:
