@@ -129,3 +129,24 @@ def test_spec_parsing() -> None:
     assert shard_names("Q4/m-00002-of-00003.gguf") == (
         "Q4/m-00001-of-00003.gguf", "Q4/m-00002-of-00003.gguf", "Q4/m-00003-of-00003.gguf")
     assert shard_names("m.gguf") == ("m.gguf",)
+
+
+def test_loadout_plan_accepts_a_hub_model_without_downloading_it(
+        hub: HubServer, sparse_70b: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from loadout.cli import main
+
+    hub.add_file(REPO, "llama-70b-Q4_K.gguf", sparse_70b, sha256="ab" * 32)
+    rig = tmp_path / "rig.json"
+    rig.write_text(json.dumps({"schema": "loadout.inventory/1", "gpus": [
+        {"name": "RTX 3090", "vendor": "nvidia", "backend": "cuda", "total_bytes": 24 << 30,
+         "bandwidth_gbps": 936.0}] * 2, "host": {"cpu": "x", "cores": 16,
+                                                 "ram_total_bytes": 128 << 30,
+                                                 "bandwidth_gbps": 80.0}}))
+    assert main(["plan", f"hf:{REPO}/llama-70b-Q4_K.gguf", "--rig", str(rig), "--json",
+                 "--no-advice"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "loadout.plan/1" and doc["fits"]
+    assert hub.served("llama-70b-Q4_K.gguf") < 0.05 * sparse_70b.stat().st_size
