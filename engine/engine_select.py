@@ -322,3 +322,15 @@ def select_and_activate(root: Path | None = None, wanted: str | None = None,
     os.environ[REASON_ENV] = choice.reason
     log.info("engine build: %s (%s)", choice.backend, choice.sentence())
     return choice
+
+
+def loadout_command() -> list[str]:
+    """How to start another ``loadout`` process (the engine process, a worker) from this one.
+
+    In a frozen bundle that is the bundle's own executable (there is no ``python -m``);
+    elsewhere this interpreter with ``-m loadout``. The child inherits the engine build
+    chosen here through ``LOADOUT_ENGINE``.
+    """
+    if getattr(sys, "frozen", False):
+        return [sys.executable]
+    return [sys.executable, "-m", "loadout"]

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Build the Loadout bundle for this OS, then its installer, then self-test it.
 
-    .venv/bin/python packaging/build.py                      # CPU engine, Linux tarball
-    .venv/bin/python packaging/build.py --engines cpu,cuda --cuda-arch 89-real
-    .venv/bin/python packaging/build.py --jobs 1 --nice 19   # on a shared machine
+    python3 packaging/build.py                      # CPU engine, Linux tarball, self-test
+    python3 packaging/build.py --engines cpu,cuda --cuda-arch 89-real
+    python3 packaging/build.py --jobs 1 --nice 19   # on a shared machine
+
+From a clean checkout it first runs ``dev.py setup`` (the project's ``.venv``) and
+re-runs itself with that Python.
 
 Steps: (1) build and stage each engine (``packaging/engine_builds.py``; cached, so only the
 first run compiles); (2) freeze the app with PyInstaller (``packaging/loadout.spec``) into
@@ -191,8 +194,23 @@ def folder_bytes(folder: Path) -> int:
                and not p.is_symlink())
 
 
+def in_project_venv() -> bool:
+    """Whether this Python is the project's ``.venv`` (what the bundle freezes)."""
+    return Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+
+
+def reexec_in_venv(argv: list[str]) -> int:
+    """Set up ``.venv`` with ``dev.py setup`` and run this script again inside it."""
+    subprocess.run([sys.executable, str(ROOT / "dev.py"), "setup"], check=True, cwd=ROOT)
+    bindir = "Scripts" if os.name == "nt" else "bin"
+    python = ROOT / ".venv" / bindir / ("python.exe" if os.name == "nt" else "python")
+    return subprocess.call([str(python), str(Path(__file__).resolve()), *argv], cwd=ROOT)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line of the bundle builder (see the module docstring)."""
+    if not in_project_venv():
+        return reexec_in_venv(list(sys.argv[1:] if argv is None else argv))
     parser = argparse.ArgumentParser(description="Build the Loadout bundle and installer.")
     default = "metal" if sys.platform == "darwin" else "cpu"
     parser.add_argument("--engines", default=default,

@@ -246,3 +246,10 @@ def test_activated_build_is_the_llama_cpp_that_loads(tmp_path: Path) -> None:
     assert result["lib"] == (engines / "cpu" / "llama_cpp" / "lib").as_posix()
     assert result["child"] == "cpu"
     assert "CPU" in result["info"]
+
+
+def test_child_processes_start_the_same_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert es.loadout_command() == [sys.executable, "-m", "loadout"]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", "/opt/loadout/loadout")
+    assert es.loadout_command() == ["/opt/loadout/loadout"]
