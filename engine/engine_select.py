@@ -317,11 +317,20 @@ def select_and_activate(root: Path | None = None, wanted: str | None = None,
     wish = wanted or os.environ.get(ENGINE_ENV) or load_preference()
     choice = choose(builds, machine or detect_machine(), wish)
     assert choice.build is not None
+    inherited = os.environ.get(ACTIVE_ENV) == choice.build.backend and REASON_ENV in os.environ
     activate(choice.build)
     os.environ[ENGINE_ENV] = choice.build.backend
-    os.environ[REASON_ENV] = choice.reason
+    if not inherited:  # a child process keeps the parent's reason, not "user_choice"
+        os.environ[REASON_ENV] = choice.reason
     log.info("engine build: %s (%s)", choice.backend, choice.sentence())
     return choice
+
+
+def active() -> tuple[str, str] | None:
+    """The engine build this process activated and the reason code, for display (the app
+    shows the reason when it fell back to the CPU build); ``None`` outside a bundle."""
+    backend, reason = os.environ.get(ACTIVE_ENV), os.environ.get(REASON_ENV)
+    return (backend, reason) if backend and reason else None
 
 
 def loadout_command() -> list[str]:

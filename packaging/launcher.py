@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if "--self-test" in args:
         print(f"engine build chosen: {choice.backend}: {choice.sentence()}", flush=True)
+    elif choice.reason == "gpu_unusable":  # a GPU the bundle cannot use: say so
+        print(f"loadout: {choice.sentence()}", file=sys.stderr, flush=True)
     from loadout.cli import main as cli_main
 
     return cli_main(args)

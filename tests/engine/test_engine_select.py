@@ -232,6 +232,7 @@ def test_activated_build_is_the_llama_cpp_that_loads(tmp_path: Path) -> None:
         "print(json.dumps({'backend': c.backend, 'reason': c.reason,\n"
         "  'rejected': c.rejected, 'module': llama_cpp.__file__,\n"
         "  'lib': ll._base_path.as_posix(), 'child': os.environ['LOADOUT_ENGINE'],\n"
+        "  'active': es.active(),\n"
         "  'info': llama_cpp.llama_print_system_info().decode()}))\n"
     )
     # The user asks for CUDA; this machine has no CUDA driver, so the CPU build runs.
@@ -245,6 +246,7 @@ def test_activated_build_is_the_llama_cpp_that_loads(tmp_path: Path) -> None:
     assert result["module"].startswith(str(engines / "cpu"))
     assert result["lib"] == (engines / "cpu" / "llama_cpp" / "lib").as_posix()
     assert result["child"] == "cpu"
+    assert result["active"] == ["cpu", "no_gpu"] or result["active"][1] == "gpu_unusable"
     assert "CPU" in result["info"]
 
 
