@@ -43,6 +43,8 @@ class LayerShape:
     post_norms: bool = False    # gemma-style norms after attention and FFN
     gated_attn: bool = False    # qwen3.5-style output gate on attention
     device: str = "host"
+    attn_device: str = ""       # where attention runs ("" = device; host without offload_kqv)
+    offload_copy: int = 0       # bytes of a host weight copied in for the MoE matmuls
 
 
 @dataclass(frozen=True)
@@ -70,21 +72,39 @@ class _Builder:
     def __init__(self, p: GraphParams, layers: tuple[LayerShape, ...]) -> None:
         self.p = p
         self.g = Graph()
-        t = p.n_tokens
-        dev = p.input_device
-        self.tokens = self.g.input(t * I32, dev)
-        self.pos = self.g.input(t * I32 * p.n_pos, dev)
-        self.masks: dict[bool, Tensor] = {}
-        mask_elt = F16 if p.flash else F32
-        for layer in layers:
-            if layer.kind == "attn" and layer.swa not in self.masks:
-                self.masks[layer.swa] = self.g.input(layer.n_kv * t * mask_elt, dev)
-        self.k_idxs = self.g.input(t * I64, dev)
-        v_rows = t if p.flash else t * max(p.v_trans_width, 1)
-        self.v_idxs = self.g.input(v_rows * I64, dev)
-        self.out_ids = self.g.input(p.n_outputs * I32, dev)
-        self.k_rot = self.g.input(p.k_rot * p.k_rot * F32, dev) if p.k_rot else None
-        self.v_rot = self.g.input(p.v_rot * p.v_rot * F32, dev) if p.v_rot else None
+        self.layers = layers
+        self._inputs: dict[tuple[str, str], Tensor] = {}
+        self._copies: list[Tensor] = []
+        self.tokens = self.g.input(p.n_tokens * I32, p.input_device)
+
+    def inp(self, name: str, dev: str) -> Tensor | None:
+        """A graph input as the device ``dev`` sees it (the scheduler copies inputs into
+        the buffer of each device that reads them)."""
+        key = (name, dev)
+        if key not in self._inputs:
+            p, t = self.p, self.p.n_tokens
+            size = {
+                "pos": t * I32 * p.n_pos,
+                "mask_full": self._mask_cells(False) * t * (F16 if p.flash else F32),
+                "mask_swa": self._mask_cells(True) * t * (F16 if p.flash else F32),
+                "k_idxs": t * I64,
+                "v_idxs": (t if p.flash else t * max(p.v_trans_width, 1)) * I64,
+                "out_ids": p.n_outputs * I32,
+                "k_rot": p.k_rot * p.k_rot * F32,
+                "v_rot": p.v_rot * p.v_rot * F32,
+            }[name]
+            if size == 0:
+                return None
+            self._inputs[key] = self.g.input(size, dev)
+        return self._inputs[key]
+
+    def _mask_cells(self, swa: bool) -> int:
+        return max((s.n_kv for s in self.layers if s.kind == "attn" and s.swa == swa),
+                   default=0)
+
+    def move(self, x: Tensor, dev: str) -> Tensor:
+        """The hidden state on ``dev``: a copy when it crosses devices."""
+        return x if x.device == dev else self.g.op(x.size, dev, x)
 
     def norm(self, x: Tensor, dev: str) -> Tensor:
         n = self.g.op(x.size, dev, x, inplace=True)       # rms_norm
@@ -92,30 +112,34 @@ class _Builder:
 
     def attention(self, x: Tensor, s: LayerShape) -> Tensor:
         g, p, t, dev = self.g, self.p, self.p.n_tokens, s.device
+        pos = self.inp("pos", dev)
+        k_rot, v_rot = self.inp("k_rot", dev), self.inp("v_rot", dev)
         q_width = s.n_head * s.head_dim_k * (2 if s.gated_attn else 1)
         q_full = g.op(q_width * t * F32, dev, x)
         q = g.view(q_full, contiguous=not s.gated_attn)
         gate = g.op(s.n_head * s.head_dim_k * t * F32, dev, q_full) if s.gated_attn else None
         if s.qk_norm:
             q = self.norm(q, dev)
-        q = g.op(s.n_head * s.head_dim_k * t * F32, dev, g.view(q), self.pos, inplace=True)
+        q = g.op(s.n_head * s.head_dim_k * t * F32, dev, g.view(q), pos, inplace=True)
         v = g.view(g.op(s.n_head_kv * s.head_dim_v * t * F32, dev, x))
         k = g.view(g.op(s.n_head_kv * s.head_dim_k * t * F32, dev, x))
         if s.qk_norm:
             k = self.norm(k, dev)
-        k = g.op(k.size, dev, k, self.pos, inplace=True)   # rope
-        if self.k_rot is not None:
-            q = g.view(g.op(q.size, dev, self.k_rot, g.view(q)))
-            k = g.view(g.op(k.size, dev, self.k_rot, g.view(k)))
-        if self.v_rot is not None:
-            v = g.view(g.op(v.size, dev, self.v_rot, g.view(v)))
+        k = g.op(k.size, dev, k, pos, inplace=True)   # rope
+        if k_rot is not None:
+            q = g.view(g.op(q.size, dev, k_rot, g.view(q)))
+            k = g.view(g.op(k.size, dev, k_rot, g.view(k)))
+        if v_rot is not None:
+            v = g.view(g.op(v.size, dev, v_rot, g.view(v)))
         g.expand(q)
         g.expand(v)
         g.expand(k)
-        g.expand(g.view(None, k, self.k_idxs))             # set_rows into the K cache
-        g.expand(g.view(None, v, self.v_idxs))             # ... and the V cache
-        mask = self.masks[s.swa]
-        qp = g.view(q, contiguous=False)                   # permute
+        g.expand(g.view(None, k, self.inp("k_idxs", dev)))  # set_rows into the K cache
+        g.expand(g.view(None, v, self.inp("v_idxs", dev)))  # ... and the V cache
+        adev = s.attn_device or dev
+        mask = self.inp("mask_swa" if s.swa else "mask_full", adev)
+        qp = g.view(self.move(q, adev), contiguous=False)  # permute
+        dev = adev
         if p.flash:
             out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, mask)
         else:
@@ -124,8 +148,10 @@ class _Builder:
             kqv = g.op(s.head_dim_v * t * s.n_head * F32, dev, kq)
             out = g.op(kqv.size, dev, g.view(kqv, contiguous=False))  # cont
         g.expand(out)
-        if self.v_rot is not None:
-            out = g.view(g.op(out.size, dev, self.v_rot, g.view(out)))
+        dev = s.device
+        out = self.move(out, dev)
+        if v_rot is not None:
+            out = g.view(g.op(out.size, dev, v_rot, g.view(out)))
         if gate is not None:
             sig = g.op(gate.size, dev, gate, inplace=True)
             out = g.op(out.size, dev, out, sig, inplace=True)
@@ -155,10 +181,10 @@ class _Builder:
             w = g.op(k * t * F32, dev, g.view(probs), sel)  # get_rows
             wsum = g.op(t * F32, dev, w)
             w = g.op(w.size, dev, w, wsum, inplace=True)   # normalise
-            up = g.op(s.n_ff_exp * k * t * F32, dev, x, sel)
-            gate = g.op(s.n_ff_exp * k * t * F32, dev, x, sel)
+            up = g.op(s.n_ff_exp * k * t * F32, dev, x, sel, self._copy())
+            gate = g.op(s.n_ff_exp * k * t * F32, dev, x, sel, self._copy())
             par = g.op(gate.size, dev, gate, up)            # swiglu
-            experts = g.op(e * k * t * F32, dev, par, sel)
+            experts = g.op(e * k * t * F32, dev, par, sel, self._copy())
             experts = g.op(experts.size, dev, experts, w, inplace=True)
             out = g.op(e * t * F32, dev, g.view(experts), g.view(experts))
             for _ in range(k - 2):
@@ -170,6 +196,18 @@ class _Builder:
         if s.n_ff:
             return self.dense(x, s.n_ff, t, dev)
         return x
+
+    def _copy(self) -> Tensor | None:
+        return self._copies.pop(0) if self._copies else None
+
+    def start_copies(self, s: LayerShape) -> None:
+        """Host-resident expert tensors the scheduler copies in when it offloads the MoE
+        matmuls of a prompt batch: inputs of the layer's split, allocated at its start."""
+        self._copies = []
+        if s.offload_copy:
+            self._copies = [self.g.op(s.offload_copy, s.device, self.tokens) for _ in range(3)]
+            for c in self._copies:
+                self.g.expand(c)
 
     def dense(self, x: Tensor, n_ff: int, t: int, dev: str) -> Tensor:
         g = self.g
@@ -183,13 +221,16 @@ class _Builder:
         inp = g.op(p.n_embd * p.n_tokens * F32, p.input_device, self.tokens)  # get_rows
         for i, s in enumerate(layers):
             dev = s.device
+            inp = self.move(inp, dev)
+            self.start_copies(s)
             cur = self.norm(inp, dev)
             g.expand(cur)
             cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(cur, s)
             t = p.n_tokens
             if i == len(layers) - 1 and with_output:
-                cur = g.op(p.n_embd * p.n_outputs * F32, dev, cur, self.out_ids)
-                inp = g.op(p.n_embd * p.n_outputs * F32, dev, inp, self.out_ids)
+                out_ids = self.inp("out_ids", dev)
+                cur = g.op(p.n_embd * p.n_outputs * F32, dev, cur, out_ids)
+                inp = g.op(p.n_embd * p.n_outputs * F32, dev, inp, out_ids)
                 t = p.n_outputs
             if s.post_norms:
                 cur = self.norm(cur, dev)
@@ -199,7 +240,7 @@ class _Builder:
                 cur = self.norm(cur, dev)
             inp = g.op(cur.size, dev, cur, res, inplace=True)
         if with_output:
-            out = self.norm(inp, p.output_device)
+            out = self.norm(self.move(inp, p.output_device), p.output_device)
             g.mark_output(out)                              # t_embd is kept
             logits = g.op(p.n_vocab * p.n_outputs * F32, p.output_device, out)
             g.mark_output(logits)

@@ -175,7 +175,7 @@ _MULTI_POS = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe
 
 
 def _layer_shape(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig,
-                 size: ContextSize, device: str) -> LayerShape:
+                 size: ContextSize, device: str, expert_device: str) -> LayerShape:
     moe = bool(layer.n_ff_exp) and profile.expert_count > 1
     gated = profile.architecture in _GATED_ATTN
     shape = LayerShape(
@@ -183,7 +183,11 @@ def _layer_shape(profile: ModelProfile, layer: LayerProfile, config: MemoryConfi
         layer.n_head_kv, _layer_cells(layer, config, size), n_ff=layer.n_ff,
         n_ff_exp=layer.n_ff_exp, n_expert=profile.expert_count if moe else 0,
         n_expert_used=profile.expert_used_count if moe else 0, n_ff_shexp=layer.n_ff_shexp,
-        swa=layer.kind == LayerKind.SWA, qk_norm=gated, gated_attn=gated, device=device)
+        swa=layer.kind == LayerKind.SWA, qk_norm=gated, gated_attn=gated, device=device,
+        attn_device=device if config.offload_kqv else HOST,
+        # experts left in RAM under a GPU layer: prompt batches copy them in (op offload)
+        offload_copy=layer.bytes_of(TensorKind.EXPERTS) // 3
+        if moe and device != HOST and expert_device == HOST else 0)
     if layer.kind == LayerKind.RECURRENT:
         return replace(shape, kind="recurrent", n_head_kv=0, n_kv=0, swa=False,
                        recurrent_width=layer.recurrent_width or 2 * profile.n_embd,
@@ -245,8 +249,11 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
     result = dict.fromkeys(devices, 0)
     ordered = [(la, d) for d in devices for la in layers_of[d]]
     ordered.sort(key=lambda item: item[0].index)
-    shapes = tuple(_compress(tuple(_layer_shape(profile, la, config, size, d)
-                                   for la, d in ordered)))
+    experts = placement.expert_devices
+    shapes = tuple(_compress(tuple(
+        _layer_shape(profile, la, config, size, d,
+                     experts[min(la.index, len(experts) - 1)] if experts else d)
+        for la, d in ordered)))
     attn = [la for la, _ in ordered if la.n_head_kv]
     head_k = attn[0].head_dim_k if attn else 0
     head_v = attn[0].head_dim_v if attn else 0

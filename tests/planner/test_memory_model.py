@@ -39,6 +39,8 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelProfile]:
     return {
         "llama": _profile(write_llama(d / "l.gguf", header_only=True)),
         "moe": _profile(write_qwen3moe(d / "m.gguf", header_only=True)),
+        "moe_big": _profile(write_qwen3moe(d / "mb.gguf", Shape(
+            n_embd=256, n_expert=8, n_expert_used=2, n_ff_exp=2048), header_only=True)),
         "gemma3": _profile(write_gemma3(d / "g.gguf", header_only=True)),
         "qwen35": _profile(write_qwen35(d / "q.gguf", header_only=True)),
     }
@@ -174,3 +176,36 @@ def test_estimate_is_deterministic(models: dict[str, ModelProfile]) -> None:
     q = models["qwen35"]
     config = MemoryConfig(n_ctx=8192, n_seq=2, type_k="q8_0", type_v="q8_0", flash_attn=True)
     assert host(q, config) == host(q, config)
+
+
+def test_experts_left_in_ram_are_copied_in_for_prompt_batches(
+        models: dict[str, ModelProfile]) -> None:
+    m = models["moe_big"]
+    n = m.n_layers
+    config = MemoryConfig(n_ctx=1024, flash_attn=True)
+    on_gpu = estimate(m, config, Placement.all_on("gpu0", n))
+    split = estimate(m, config, Placement(("gpu0",) * n, ("host",) * n, output_device="gpu0"))
+    expert_tensor = m.layers[0].bytes_of(TensorKind.EXPERTS) // 3  # 8 MiB of f16
+    assert split[1].compute_bytes >= on_gpu[1].compute_bytes + expert_tensor // 2
+    assert split[1].compute_bytes >= expert_tensor
+
+
+def test_without_kv_offload_attention_runs_on_the_host(models: dict[str, ModelProfile]) -> None:
+    m = models["llama"]
+    devs = estimate(m, MemoryConfig(n_ctx=8192, offload_kqv=False),
+                    Placement.all_on("gpu0", m.n_layers))
+    kq = 8192 * 512 * S.n_head * 4
+    assert devs[0].compute_bytes >= kq > devs[1].compute_bytes
+
+
+def test_each_gpu_of_a_split_holds_its_share_of_the_graph(
+        models: dict[str, ModelProfile]) -> None:
+    m = models["llama"]
+    devs = {d.device: d for d in estimate(
+        m, MemoryConfig(n_ctx=4096, flash_attn=True),
+        Placement(("gpu0", "gpu1"), ("gpu0", "gpu1"), output_device="gpu1"))}
+    logits, mask = 512 * S.n_vocab * 4, 4096 * 512 * 2
+    assert devs["gpu1"].compute_bytes >= logits + 512 * S.n_embd * 4  # logits + t_embd
+    assert devs["gpu0"].compute_bytes >= mask  # each GPU gets its copy of the inputs
+    assert devs["gpu1"].compute_bytes >= mask
+    assert devs["host"].compute_bytes < mask  # the embedding rows only
