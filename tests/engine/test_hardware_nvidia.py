@@ -303,6 +303,11 @@ def test_gpu_with_a_cpu_only_engine_is_kept_and_explained(tmp_path: Path) -> Non
     (gpu,) = inv.gpus
     assert "not_seen_by_engine" in gpu.notes and gpu.engine_device == ""
     assert "engine_has_no_gpu_backend" in inv.notes
+    from loadout.commands.detect import describe
+
+    text = describe(inv.to_json())
+    assert "GPU 0: NVIDIA GeForce RTX 4090 (cuda)" in text
+    assert "engine_has_no_gpu_backend: the engine was built for the CPU only" in text
 
 
 def test_pynvml_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
