@@ -71,6 +71,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: AppSettings | None = None,
                  switcher: LanguageSwitcher | None = None, detect: bool = True) -> None:
         super().__init__()
+        services.warm_up()
         self.state = AppState(settings if settings is not None else load_settings(), self)
         self.errors = ErrorReporter(self)
         self.runner = WorkerRunner(self.errors.report, parent=self)

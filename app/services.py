@@ -17,6 +17,21 @@ from planner.profile import ModelProfile
 log = logging.getLogger(__name__)
 
 
+def warm_up() -> None:
+    """Import the heavy modules jobs need, on the UI thread before the window shows.
+
+    A first import holds the GIL for its whole native initialisation (numpy: ~0.2 s), which
+    would freeze the UI if a worker did it in the middle of a detection.
+    """
+    import numpy  # noqa: F401  (the host bandwidth probe uses it)
+
+    import engine.hardware  # noqa: F401
+    import planner.plan  # noqa: F401
+    from app import plan_process
+
+    plan_process.start()
+
+
 def detect_machine(job: Job, model_dirs: tuple[Path, ...] = ()) -> Inventory:
     """Detect this machine's GPUs, RAM and disks (seconds: it measures bandwidths).
 

@@ -11,6 +11,7 @@ goes to the one error callback the runner was made with. Worker code never touch
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,16 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal, Slot
 
 log = logging.getLogger(__name__)
+
+
+UI_SWITCH_INTERVAL_S = 0.002
+
+
+def favour_ui_thread() -> None:
+    """Hand the GIL over more often (2 ms instead of 5), so that pure-Python jobs delay the
+    UI thread less; costs the jobs a little throughput."""
+    if sys.getswitchinterval() > UI_SWITCH_INTERVAL_S:
+        sys.setswitchinterval(UI_SWITCH_INTERVAL_S)
 
 
 class Job:
@@ -101,6 +112,7 @@ class WorkerRunner(QObject):
     def __init__(self, on_error: Callable[[BaseException], object], max_threads: int = 3,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
+        favour_ui_thread()
         self._on_error = on_error
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(max_threads)

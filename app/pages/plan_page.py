@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app import plan_process
 from app.formatting import fmt_seconds, fmt_tokens, fmt_tps
 from app.pages.whatif_dialog import WhatIfDialog
 from app.plan_view import advice, memory_bars, messages, plan_document, prediction
@@ -45,13 +46,12 @@ CONTEXT_STEPS: tuple[int, ...] = tuple(1 << n for n in range(11, 21))  # 2K .. 1
 KV_CHOICES = ("auto", "f16", "q8_0", "q4_0")
 SPEC_CHOICES = ("auto", "off", "ngram", "mtp")
 TASKS = tuple(t.value for t in TaskKind)
+ADVICE_DELAY_MS = 250  # controls still this long -> work out the advice
 
 
 def run_plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
-    """Plan (pure; runs in a worker)."""
-    from planner.plan import plan
-
-    return plan(inventory, profile, request)
+    """Plan (runs in a worker thread, which waits for the planning process)."""
+    return plan_process.plan(inventory, profile, request)
 
 
 def run_advice(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
@@ -78,6 +78,10 @@ class PlanPage(QWidget):
         self.last_request: Request | None = None
         self.plan_latency_s = 0.0
         self.plans_requested = 0
+        self._advice_timer = QTimer(self)
+        self._advice_timer.setSingleShot(True)
+        self._advice_timer.setInterval(ADVICE_DELAY_MS)
+        self._advice_timer.timeout.connect(self._start_advice)
         self._build()
         state.sig_model_changed.connect(self.request_plan)
         state.sig_machine_changed.connect(self._on_machine_changed)
@@ -228,14 +232,11 @@ class PlanPage(QWidget):
         def job(_job: Job) -> Any:
             return run_plan(inventory, profile, request)
 
-        def advice_job(_job: Job) -> Any:
-            return run_advice(inventory, profile, request)
-
-        # The plan itself comes first (fast); its advice costs several more plans.
+        # The plan itself comes first (fast); its advice costs several more plans, so it
+        # starts once the controls have been still for a moment (see _on_plan_done).
         self.advice_pending = True
+        self._advice_timer.stop()
         self._runner.submit("plan", job, self._on_plan_done)
-        self._runner.submit("advice", advice_job,
-                            lambda full: self._on_advice_done(request, full))
 
     def set_busy(self, busy: bool) -> None:
         """Show that a model is being read."""
@@ -254,8 +255,21 @@ class PlanPage(QWidget):
         self.whatif_dialog = dialog
 
     # -- results ----------------------------------------------------------------------
+    def _start_advice(self) -> None:
+        inventory, profile, request = self._state.machine(), self._state.profile, \
+            self.last_request
+        if inventory is None or profile is None or request is None:
+            return
+
+        def advice_job(_job: Job) -> Any:
+            return run_advice(inventory, profile, request)
+
+        self._runner.submit("advice", advice_job,
+                            lambda full: self._on_advice_done(request, full))
+
     def _on_plan_done(self, plan: Any) -> None:
         self.plan_latency_s = time.perf_counter() - self._requested_at
+        self._advice_timer.start()
         self.last_plan = plan
         self._state.set_plan(plan)
         self._show_plan()

@@ -1,0 +1,87 @@
+"""Plan in a separate process, so the pure-Python planner never holds the UI's GIL.
+
+The planner is pure and its inputs and outputs are frozen dataclasses, so a plan can be
+computed in a child process and sent back pickled. A worker thread waits for the child
+(waiting releases the GIL); the UI thread keeps painting. One child serves every window;
+it is started ahead of time by :func:`start` and ended at exit.
+
+Frozen bundles (``sys.frozen``) and ``LOADOUT_PLAN_IN_THREAD=1`` plan in the calling
+thread instead: spawning the bundle's executable again would start a second app.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import os
+import sys
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from planner.inventory import Inventory
+from planner.profile import ModelProfile
+from planner.request import Request
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_executor: ProcessPoolExecutor | None = None
+
+
+def in_process_enabled() -> bool:
+    """Whether plans run in a child process here."""
+    return not getattr(sys, "frozen", False) and os.environ.get(
+        "LOADOUT_PLAN_IN_THREAD", "") != "1"
+
+
+def _child_init() -> None:
+    import planner.plan  # noqa: F401  (imported once, before the first request)
+
+
+def _plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+    from planner.plan import plan
+
+    result = plan(inventory, profile, request)
+    return result
+
+
+def _pool() -> ProcessPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            context = multiprocessing.get_context("spawn")
+            _executor = ProcessPoolExecutor(max_workers=1, mp_context=context,
+                                            initializer=_child_init)
+            atexit.register(stop)
+        return _executor
+
+
+def start() -> None:
+    """Start the planning process now (it takes a moment), if plans run in one."""
+    if in_process_enabled():
+        _pool().submit(int)  # spawns the child and runs its initializer
+
+
+def stop() -> None:
+    """End the planning process (waits for a plan in progress)."""
+    global _executor
+    with _lock:
+        executor, _executor = _executor, None
+    if executor is not None:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+    """``planner.plan.plan`` in the planning process (or here, see the module doc)."""
+    if not in_process_enabled():
+        return _plan(inventory, profile, request)
+    try:
+        future: Future[Any] = _pool().submit(_plan, inventory, profile, request)
+        return future.result()
+    except BrokenProcessPool:
+        log.warning("the planning process died; planning in this process instead")
+        stop()
+        return _plan(inventory, profile, request)
