@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 SCHEMA = "loadout.catalog/1"
 TASKS = ("chat", "code", "agent", "math", "creative")
 KINDS = ("dense", "moe")
+LISTING_MAX_AGE_S = 6 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ class Catalog:
 
     models: tuple[CatalogModel, ...]
     online: bool
-    status: str          # "online" / "offline: listings from ..." / "offline: never listed"
+    status: str   # online / recent: listings from ... / offline: listings from ... /
+                  # offline: never listed
 
     def get(self, model_id: str) -> CatalogModel | None:
         return next((m for m in self.models if m.id == model_id), None)
@@ -168,29 +170,38 @@ def refresh_listings(repos: list[str], timeout: float = hubapi.DEFAULT_TIMEOUT_S
 
 
 def load_catalog(refresh: bool = True, path: Path | None = None,
-                 timeout: float = hubapi.DEFAULT_TIMEOUT_S) -> Catalog:
+                 timeout: float = hubapi.DEFAULT_TIMEOUT_S,
+                 max_age_s: float = LISTING_MAX_AGE_S) -> Catalog:
     """The catalog with each model's quantizations resolved against the hub's listing.
 
     Args:
-        refresh: fetch fresh listings (when online); False uses the cache only.
+        refresh: fetch listings older than ``max_age_s`` (when online); False: cache only.
         path: another catalog file (default: the bundled one).
         timeout: seconds per network operation.
+        max_age_s: how long a cached listing is used without asking the hub again.
     """
     entries = load_entries(path)
-    online = False
-    if refresh and entries:
+    now = time.time()
+    stale = [e["repo"] for e in entries
+             if (c := cached_listing(e["repo"])) is None or now - c[1] > max_age_s]
+    online, fetched = False, False
+    if refresh and stale:
         try:
-            refresh_listings([e["repo"] for e in entries], timeout=timeout)
-            online = True
+            refresh_listings(stale, timeout=timeout)
+            online = fetched = True
         except HubOfflineError as exc:
             log.info("catalog: %s", exc)
+    elif refresh:
+        online = True  # every listing is recent
     models = tuple(_model(e) for e in entries)
     times = [m.listed_at for m in models if m.listed_at is not None]
-    if online:
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(min(times))) if times else ""
+    if fetched:
         status = "online"
+    elif online:
+        status = f"recent: listings from {when}"
     elif times:
-        status = "offline: listings from " + time.strftime("%Y-%m-%d %H:%M",
-                                                           time.localtime(min(times)))
+        status = f"offline: listings from {when}"
     else:
         status = "offline: never listed"
     return Catalog(models=models, online=online, status=status)

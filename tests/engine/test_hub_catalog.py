@@ -69,6 +69,15 @@ def test_sizes_come_from_the_listing_and_stay_known_offline(
     gone = online.get("gone-gguf")
     assert gone is not None and not gone.available and gone.listed_at is None
 
+    asked = len(hub.requests)  # recent listings are not asked for again (only the missing)
+    recent = load_catalog(path=path)
+    assert [p for _, p, _ in hub.requests[asked:]] == ["/api/models/org/Gone-GGUF/tree/main"]
+    assert recent.get("a-gguf") == a
+    (tmp_path / "only-a").mkdir()
+    asked = len(hub.requests)
+    only_a = load_catalog(path=_write_catalog(tmp_path / "only-a", ["org/A-GGUF"]))
+    assert only_a.status.startswith("recent: listings from") and len(hub.requests) == asked
+
     go_offline(monkeypatch)
     offline = load_catalog(path=path)
     assert not offline.online and offline.status.startswith("offline: listings from")
