@@ -188,9 +188,14 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
         ctx.fixed.update(fixed)
     base_roles = candidate_roles(inventory, request)
     best = _best_arrangement(ctx, base_roles, context)
-    # too little memory even for the KV cache: shorten the context (with a warning)
-    while not best.runnable and request.context is None and best.context > MIN_CONTEXT:
-        best = _best_arrangement(ctx, base_roles, max(MIN_CONTEXT, best.context // 2))
+    # too little memory for the KV cache, or weights pushed to disk by it: shorten the
+    # context (with a warning) rather than stream from disk
+    while (not best.runnable or best.disk_bytes) and request.context is None \
+            and best.context > MIN_CONTEXT:
+        shorter = _best_arrangement(ctx, base_roles, max(MIN_CONTEXT, best.context // 2))
+        if best.runnable and shorter.disk_bytes >= best.disk_bytes:
+            break
+        best = shorter
     spec, spec_notes, best = choose_spec(
         inventory, profile, request, best,
         lambda t, mtp: trial(ctx, t.roles, t.kv_type, t.context, mtp))

@@ -1,0 +1,105 @@
+"""The speed model's physics: bandwidth, active experts, depth, spills, speculation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from planner.plan import plan
+from planner.request import Request, SpecMode
+from planner.speed import (
+    DeviceLoad,
+    best_draft_length,
+    per_token_acceptance,
+    predict,
+    price_spec,
+    tokens_per_step,
+)
+from tests.planner import shapes as S
+from tests.planner.rigs import RTX_3090, RTX_4090, gpu, rig
+
+QUIET = Request(advise=False, context=8192)
+
+
+def test_decode_scales_with_bandwidth_when_bandwidth_bound() -> None:
+    model = S.build(S.LLAMA2_70B, "Q4_0", 36.37)
+    slow = plan(rig(gpu("A", 80, 1000)), model, QUIET).predicted.decode_tps
+    fast = plan(rig(gpu("A", 80, 2000)), model, QUIET).predicted.decode_tps
+    assert 1.7 < fast / slow < 2.0  # the fixed per-layer cost keeps it under 2x
+
+
+def test_moe_reads_only_its_active_experts() -> None:
+    moe = S.build(S.QWEN3_30B_A3B, "Q4_K_M", 18.55)
+    dense = S.build(S.QWEN25_32B, "Q4_K_M", 19.0)
+    inv = rig(ram_gib=64, ram_bw=80)
+    assert plan(inv, moe, QUIET).predicted.decode_tps > \
+        4 * plan(inv, dense, QUIET).predicted.decode_tps
+
+
+def test_decode_slows_as_the_context_to_read_grows() -> None:
+    model = S.build(S.LLAMA3_8B, "Q4_K_M")
+    shallow = plan(rig(RTX_4090), model, QUIET).predicted
+    deep = plan(rig(RTX_4090), model, replace(QUIET, depth=8000)).predicted
+    assert deep.decode_tps < shallow.decode_tps * 0.95
+    assert deep.depth == 8000
+
+
+def test_layers_in_ram_cost_far_more_than_layers_in_vram() -> None:
+    model = S.build(S.LLAMA3_8B, "Q8_0")
+    inv = rig(RTX_3090, ram_gib=64, ram_bw=60)
+    resident = plan(inv, model, QUIET).predicted.decode_tps
+    half = plan(inv, model, replace(QUIET, n_gpu_layers=17)).predicted.decode_tps
+    assert half < resident / 3
+
+
+def test_two_gpus_in_layer_split_are_not_faster_than_one_that_holds_it_all() -> None:
+    model = S.build(S.LLAMA3_8B, "Q4_K_M")
+    one = plan(rig(RTX_3090), model, QUIET).predicted.decode_tps
+    two = plan(rig(RTX_3090, RTX_3090), model,
+               replace(QUIET, tensor_split=(1.0, 1.0))).predicted.decode_tps
+    assert two <= one
+
+
+def test_prefill_is_far_faster_than_decode_on_a_gpu_and_ttft_adds_the_prompt() -> None:
+    p = plan(rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M"),
+             replace(QUIET, prompt_tokens=4000)).predicted
+    assert p.prefill_tps > 10 * p.decode_tps
+    assert p.ttft_s == pytest.approx(4000 / p.prefill_tps + p.token_s, rel=0.05)
+
+
+def test_tokens_per_step_follows_the_speculation_formula() -> None:
+    assert tokens_per_step(0.0, 4) == pytest.approx(1.0)
+    assert tokens_per_step(0.5, 2) == pytest.approx(1.75)
+    assert tokens_per_step(0.8, 3) == pytest.approx((1 - 0.8**4) / 0.2)
+
+
+def test_measured_acceptance_converts_to_a_per_token_acceptance() -> None:
+    a = per_token_acceptance(0.6, 3)
+    assert sum(a**i for i in (1, 2, 3)) / 3 == pytest.approx(0.6, abs=1e-6)
+    assert per_token_acceptance(0.6, 1) == pytest.approx(0.6)
+
+
+def test_longer_drafts_pay_less_as_acceptance_falls() -> None:
+    high = best_draft_length(SpecMode.MTP, 0.85, 0.02, 0.001, 0.15)
+    low = best_draft_length(SpecMode.MTP, 0.4, 0.02, 0.001, 0.15)
+    assert high.draft_tokens > low.draft_tokens
+    useless = best_draft_length(SpecMode.DRAFT, 0.05, 0.02, 0.01, 0.5)
+    assert useless.mode == SpecMode.OFF
+
+
+def test_verifying_a_moe_batch_reads_more_experts() -> None:
+    dense = price_spec(SpecMode.MTP, 3, 0.7, 0.02, 0.0, 0.15)
+    moe = price_spec(SpecMode.MTP, 3, 0.7, 0.02, 0.0, 0.15, expert_share=0.6,
+                     expert_ratio=8 / 256)
+    assert moe.step_cost > dense.step_cost * 1.5
+
+
+def test_predict_sums_devices_and_hops() -> None:
+    inv = rig(RTX_4090)
+    one = predict(inv, [DeviceLoad("gpu0", weight_bytes=1e9, layers=10)], [], 4096, 8, 0, 0,
+                  512)
+    hop = predict(inv, [DeviceLoad("gpu0", weight_bytes=1e9, layers=10)],
+                  [("host", "gpu0")] * 10, 4096, 8, 0, 0, 512)
+    assert hop.token_s > one.token_s
+    assert one.decode_tps == pytest.approx(1 / one.token_s)
