@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from loadout.commands.chat import add_launch_arguments, load_engine, planned_launch
+from loadout.commands.chat import add_launch_arguments, plan_and_load
 
 SCHEMA = "loadout.bench/1"
 # A plain-prose prompt of a few hundred tokens: long enough for a stable prefill figure.
@@ -43,10 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     prompt = args.prompt_file.read_text(encoding="utf-8") if args.prompt_file \
         else DEFAULT_PROMPT
-    launch = planned_launch(args, prompt_tokens=max(1, len(prompt) // 4))
-    if launch.note:
-        print(launch.note, file=sys.stderr)
-    engine = load_engine(launch)
+    launch, engine = plan_and_load(args, prompt_tokens=max(1, len(prompt) // 4))
     try:
         greedy = SamplingParams(temperature=0.0, max_tokens=max(1, args.max_tokens),
                                 loop_guard="off", ignore_eos=args.ignore_eos)

@@ -24,8 +24,12 @@ def add_launch_arguments(p: argparse.ArgumentParser, ctx_default: int = 4096) ->
                    help="skip the planner and load with the default launch parameters")
 
 
-def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512) -> Any:
-    """Resolve MODEL and plan it (or the default launch); returns a ``PlannedLaunch``."""
+def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
+                   attempt: int = 0) -> Any:
+    """Resolve MODEL and plan it (or the default launch); returns a ``PlannedLaunch``.
+
+    ``attempt`` > 0 re-plans with a larger memory reserve (after an out-of-memory load).
+    """
     from engine.launch import PlannedLaunch, _default_spec, plan_launch
     from engine.models import resolve_local_model
 
@@ -39,16 +43,41 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512) -> Any:
                              {k: v for k, v in overrides.items() if v is not None})
         return PlannedLaunch(spec, None, note="not planned: --no-plan")
     return plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
-                       n_threads=args.threads, overrides=overrides)
+                       n_threads=args.threads, overrides=overrides, attempt=attempt)
 
 
-def load_engine(launch: Any) -> Any:
-    """Load the engine, with a load-progress line on stderr."""
+def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,
+                  attempts: int = 3) -> tuple[Any, Any]:
+    """Plan, load, and on an out-of-memory load re-plan with a larger reserve (bounded).
+
+    Returns the ``(PlannedLaunch, Engine)`` that loaded.
+    """
+    from engine.launch import load_with_replan
+
+    launches: list[Any] = []
+
+    def make_spec(attempt: int) -> Any:
+        launch = planned_launch(args, prompt_tokens, attempt)
+        if launch.note and not launches:
+            print(launch.note, file=sys.stderr)
+        if attempt:
+            print(f"out of memory; re-planned with a larger reserve (attempt {attempt + 1})",
+                  file=sys.stderr)
+        launches.append(launch)
+        return launch.spec
+
+    engine = load_with_replan(make_spec, lambda spec: load_engine(spec),
+                              max_attempts=1 if args.no_plan else attempts)
+    return launches[-1], engine
+
+
+def load_engine(spec: Any) -> Any:
+    """Load the engine for a LaunchSpec, with a load-progress line on stderr."""
     from pathlib import Path
 
     from engine.runtime import Engine
 
-    name = Path(launch.spec.model_path).name
+    name = Path(spec.model_path).name
     shown = [-1]
 
     def progress(fraction: float) -> bool:
@@ -58,7 +87,7 @@ def load_engine(launch: Any) -> Any:
         shown[0] = percent
         return True
 
-    engine = Engine(launch.spec, progress=progress)
+    engine = Engine(spec, progress=progress)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(f"loaded {name} in {engine.load_seconds:.2f} s "
@@ -81,10 +110,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from engine.requests import GenerationRequest, SamplingParams
 
-    launch = planned_launch(args)
-    if launch.note:
-        print(launch.note, file=sys.stderr)
-    engine = load_engine(launch)
+    _launch, engine = plan_and_load(args)
     params = SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens,
                             loop_guard=args.loop_guard)
     messages: list[dict[str, str]] = []
