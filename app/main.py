@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer
@@ -260,5 +262,18 @@ def run_app(argv: list[str]) -> int:
     switcher.set_language(settings.language or system_language())
     window = MainWindow(settings, switcher)
     window.setWindowIcon(QIcon.fromTheme("applications-science"))
+    previous_hook = sys.excepthook
+
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        # An exception in a slot on the UI thread: the same one handler as workers.
+        if isinstance(value, Exception):
+            window.errors.report(value)
+        else:
+            previous_hook(kind, value, tb)
+
+    sys.excepthook = excepthook
     window.show()
-    return int(app.exec())
+    try:
+        return int(app.exec())
+    finally:
+        sys.excepthook = previous_hook

@@ -90,6 +90,7 @@ class _Request:
     on_done: Callable[[Any], None]
     on_progress: Callable[[object], None] | None
     serial: int
+    on_failed: Callable[[BaseException], None] | None = None
 
 
 @dataclass
@@ -127,15 +128,18 @@ class WorkerRunner(QObject):
         self._signals.sig_progress_reported.connect(self._on_job_progress, queued)
 
     def submit(self, lane: str, fn: Callable[[Job], Any], on_done: Callable[[Any], None],
-               on_progress: Callable[[object], None] | None = None) -> int:
+               on_progress: Callable[[object], None] | None = None,
+               on_failed: Callable[[BaseException], None] | None = None) -> int:
         """Queue ``fn`` in ``lane``; returns the request's serial number.
 
         A job already running in the lane is asked to cancel; its result is dropped.
+        A failure goes to the runner's error handler, then to ``on_failed`` (for a page
+        to show its own "could not" state).
         """
         if self._closed:
             return -1
         self._serial += 1
-        request = _Request(fn, on_done, on_progress, self._serial)
+        request = _Request(fn, on_done, on_progress, self._serial, on_failed)
         state = self._lanes.setdefault(lane, _Lane())
         if state.running is None:
             self._start(lane, state, request)
@@ -149,6 +153,10 @@ class WorkerRunner(QObject):
         """Whether a job runs or waits (in ``lane``, or in any lane)."""
         lanes = [self._lanes.get(lane, _Lane())] if lane else list(self._lanes.values())
         return any(s.running is not None or s.pending is not None for s in lanes)
+
+    def report_error(self, exc: BaseException) -> None:
+        """Send an error raised on the UI thread to the same handler as job failures."""
+        self._on_error(exc)
 
     def active_threads(self) -> int:
         """Worker threads running a job now."""
@@ -200,6 +208,8 @@ class WorkerRunner(QObject):
         if error is not None:
             log.debug("job in lane %s failed", lane, exc_info=error)
             self._on_error(error)
+            if request.on_failed is not None:
+                request.on_failed(error)
         else:
             request.on_done(result)
         if state.running is None:

@@ -740,6 +740,10 @@
         <translation>此计划没有建议。</translation>
     </message>
     <message>
+        <source>No plan: the planner stopped with an error (see the message).</source>
+        <translation>没有计划：规划器因错误而停止（见提示信息）。</translation>
+    </message>
+    <message>
         <source>Auto</source>
         <translation>自动</translation>
     </message>

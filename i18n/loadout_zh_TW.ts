@@ -740,6 +740,10 @@
         <translation>此計畫沒有建議。</translation>
     </message>
     <message>
+        <source>No plan: the planner stopped with an error (see the message).</source>
+        <translation>沒有計畫：規劃器因錯誤而停止（見提示訊息）。</translation>
+    </message>
+    <message>
         <source>Auto</source>
         <translation>自動</translation>
     </message>

@@ -54,6 +54,19 @@ def run_plan(inventory: Inventory, profile: ModelProfile, request: Request) -> A
     return plan_process.plan(inventory, profile, request)
 
 
+def with_gpu_reserve(inventory: Inventory, reserve_bytes: int) -> Inventory:
+    """The inventory as the planner should see it when the user keeps ``reserve_bytes``
+    free on every GPU: where that is more than the planner's own reserve, the difference
+    is taken off the GPU's free memory (the larger of the two reserves wins)."""
+    from planner.roles import reserve_for
+
+    gpus = []
+    for gpu in inventory.gpus:
+        extra = max(0, reserve_bytes - reserve_for(gpu))
+        gpus.append(dataclasses.replace(gpu, free_bytes=max(0, gpu.free_bytes - extra)))
+    return dataclasses.replace(inventory, gpus=tuple(gpus))
+
+
 def run_advice(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
     """The same plan with its "what would make this faster" advice (several more plans)."""
     return run_plan(inventory, profile, dataclasses.replace(request, advise=True))
@@ -78,6 +91,7 @@ class PlanPage(QWidget):
         self.last_request: Request | None = None
         self.plan_latency_s = 0.0
         self.plans_requested = 0
+        self._planned_inventory: Inventory | None = None
         self._advice_timer = QTimer(self)
         self._advice_timer.setSingleShot(True)
         self._advice_timer.setInterval(ADVICE_DELAY_MS)
@@ -212,18 +226,17 @@ class PlanPage(QWidget):
             "host_reserve_bytes": self._state.settings.host_reserve_bytes,
             "advise": False,
         }
-        known = {f.name for f in dataclasses.fields(Request)}
-        if "gpu_reserve_bytes" in known:
-            fields["gpu_reserve_bytes"] = self._state.settings.gpu_reserve_bytes
-        return Request(**{k: v for k, v in fields.items() if k in known})
+        return Request(**fields)
 
     def request_plan(self) -> None:
         """Plan again for the current model, machine and controls (newest wins)."""
-        inventory, profile = self._state.machine(), self._state.profile
+        machine, profile = self._state.machine(), self._state.profile
         self._refresh_header()
-        if inventory is None or profile is None:
+        if machine is None or profile is None:
             self._show_empty()
             return
+        inventory = with_gpu_reserve(machine, self._state.settings.gpu_reserve_bytes)
+        self._planned_inventory = inventory
         request = self.build_request()
         self.last_request = request
         self.plans_requested += 1
@@ -236,7 +249,7 @@ class PlanPage(QWidget):
         # starts once the controls have been still for a moment (see _on_plan_done).
         self.advice_pending = True
         self._advice_timer.stop()
-        self._runner.submit("plan", job, self._on_plan_done)
+        self._runner.submit("plan", job, self._on_plan_done, on_failed=self._on_plan_failed)
 
     def set_busy(self, busy: bool) -> None:
         """Show that a model is being read."""
@@ -248,7 +261,7 @@ class PlanPage(QWidget):
         base = self._state.machine()
         if base is None:
             return
-        dialog = WhatIfDialog(base, self._state.detected, self)
+        dialog = WhatIfDialog(base, self._state.detected, self, self._runner.report_error)
         dialog.sig_rig_accepted.connect(self._state.set_whatif)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
@@ -256,7 +269,7 @@ class PlanPage(QWidget):
 
     # -- results ----------------------------------------------------------------------
     def _start_advice(self) -> None:
-        inventory, profile, request = self._state.machine(), self._state.profile, \
+        inventory, profile, request = self._planned_inventory, self._state.profile, \
             self.last_request
         if inventory is None or profile is None or request is None:
             return
@@ -297,6 +310,11 @@ class PlanPage(QWidget):
                     advice=text, tps=fmt_tps(tip.decode_tps))
             lines.append(f"<p>• {text}</p>")
         self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
+
+    def _on_plan_failed(self, _error: BaseException) -> None:
+        self._show_empty()
+        self.fit_label.setText(self.tr("No plan: the planner stopped with an error (see the "
+                                       "message)."))
 
     def _show_empty(self) -> None:
         self.last_plan = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Signal
@@ -36,8 +37,10 @@ class WhatIfDialog(QDialog):
     sig_rig_accepted = Signal(object)  # Inventory
 
     def __init__(self, base: Inventory, detected: Inventory | None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None,
+                 on_error: Callable[[BaseException], object] | None = None) -> None:
         super().__init__(parent)
+        self._on_error = on_error
         self.rig = base
         self._detected = detected
         self.gpu_list = QListWidget()
@@ -168,10 +171,21 @@ class WhatIfDialog(QDialog):
         name, _ = QFileDialog.getOpenFileName(self, self.tr("Open a rig file"), "",
                                               self.tr("Rig files (*.json)"))
         if name:
-            self.set_rig(services.read_rig(Path(name)))
+            try:
+                self.set_rig(services.read_rig(Path(name)))
+            except (OSError, ValueError) as exc:  # InventoryError and bad JSON included
+                self._report(exc)
 
     def _on_save_clicked(self) -> None:
         name, _ = QFileDialog.getSaveFileName(self, self.tr("Save the rig file"), "rig.json",
                                               self.tr("Rig files (*.json)"))
         if name:
-            services.write_rig(self.rig, Path(name))
+            try:
+                services.write_rig(self.rig, Path(name))
+            except OSError as exc:
+                self._report(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        if self._on_error is None:
+            raise exc
+        self._on_error(exc)

@@ -126,3 +126,32 @@ def test_advice_follows_the_plan(make_window: Any, rig: Inventory, demo_model: P
     full = plan_document(page.last_advice)
     assert full["advice"], "the advice lane plans with advise=True"
     assert Request().advise is True
+
+
+def test_a_larger_gpu_reserve_in_settings_leaves_less_room(
+        make_window: Any, rig: Inventory, demo_model: Path, qtbot: Any) -> None:
+    window = make_window(rig)
+    page = _open(window, qtbot, demo_model)
+    before = page.memory_map.bars()[0].capacity_bytes
+    with qtbot.waitSignal(page.sig_plan_shown, timeout=20000):
+        window.settings_page.gpu_reserve.setValue(8192)
+    after = page.memory_map.bars()[0].capacity_bytes
+    from planner.roles import reserve_for
+
+    assert before - after == 8 * 2**30 - reserve_for(rig.gpus[0])
+
+
+def test_a_rig_file_that_is_not_valid_reaches_the_error_handler(
+        make_window: Any, rig: Inventory, tmp_path: Path, monkeypatch: Any) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    window = make_window(rig)
+    bad = tmp_path / "rig.json"
+    bad.write_text('{"schema": "loadout.inventory/1", "gpus": []}')  # no host
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda *a, **k: (str(bad), "")))
+    window.plan.open_whatif()
+    window.plan.whatif_dialog.open_button.click()
+    assert "The rig file is not valid" in window.errors.last_message
+    assert "host" in window.errors.last_message
+    assert window.plan.whatif_dialog.rig == rig
