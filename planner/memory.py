@@ -179,7 +179,8 @@ def _layer_shape(profile: ModelProfile, layer: LayerProfile, config: MemoryConfi
     moe = bool(layer.n_ff_exp) and profile.expert_count > 1
     gated = profile.architecture in _GATED_ATTN
     shape = LayerShape(
-        "attn", layer.n_head or layer.n_head_kv, layer.head_dim_k, layer.head_dim_v,
+        "attn", layer.n_head or layer.n_head_kv, layer.head_dim_k,
+        layer.head_dim_v or layer.head_dim_k,  # MLA: the latent comes out of attention
         layer.n_head_kv, _layer_cells(layer, config, size), n_ff=layer.n_ff,
         n_ff_exp=layer.n_ff_exp, n_expert=profile.expert_count if moe else 0,
         n_expert_used=profile.expert_used_count if moe else 0, n_ff_shexp=layer.n_ff_shexp,

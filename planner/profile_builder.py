@@ -220,8 +220,10 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
     n_swa = _u(md, f"{a}.attention.sliding_window")
     swa = _swa_flags(arch, md, n_layer, n_all)
     recr = _recurrent_flags(arch, md, n_layer, n_all, n_head_kv)
-    mla_rank = _u(md, f"{a}.attention.kv_lora_rank")
-    rope_dim = _u(md, f"{a}.rope.dimension_count", dk)
+    # MLA (llama_hparams::is_mla): the GGUF stores the cached latent as key_length with
+    # one KV head, and the V cache is not kept
+    is_mla = (_u(md, f"{a}.attention.key_length_mla") > 0
+              and _u(md, f"{a}.attention.value_length_mla") > 0)
     state = _recurrent_state(arch, md, n_embd, head0) if any(recr) else 0
     layers = []
     for il in range(n_all):
@@ -229,8 +231,8 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
         kind = (LayerKind.NEXTN if il >= n_layer else LayerKind.RECURRENT if recr[il]
                 else LayerKind.SWA if swa[il] else LayerKind.FULL)
         hk, hdk, hdv = n_head_kv[il], (dk_swa if swa[il] else dk), (dv_swa if swa[il] else dv)
-        if mla_rank:  # MLA caches the compressed latent plus the rope part, no V
-            hk, hdk, hdv = 1, mla_rank + rope_dim, 0
+        if is_mla:
+            hdv = 0
         if recr[il]:
             hk = 0
         layers.append(LayerProfile(
