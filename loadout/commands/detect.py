@@ -37,34 +37,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-# What the most common reason codes mean, for the text output (the JSON keeps the codes).
-EXPLAIN = {
-    "nvml_unavailable": "an NVIDIA card is present but its driver library (NVML) is not",
-    "nvml_not_installed": "the nvidia-ml-py package is missing",
-    "nvidia_driver_not_loaded": "the NVIDIA kernel driver is not loaded",
-    "nvml_version_mismatch": "the NVIDIA driver was updated: reboot to load the new one",
-    "nvml_no_permission": "no permission to query the NVIDIA driver",
-    "gpu_lost": "a GPU fell off the bus (check power and the PCIe slot)",
-    "amdgpu_driver_not_loaded": "an AMD card is present but the amdgpu driver is not loaded",
-    "engine_has_no_gpu_backend": "the engine was built for the CPU only: rebuild it with "
-                                 "CMAKE_ARGS for your GPU (see README)",
-    "not_seen_by_engine": "the engine cannot use this GPU (hidden by *_VISIBLE_DEVICES, or "
-                          "an engine built without its backend)",
-    "zero_free_reported": "the driver reports no free memory on this GPU",
-    "host_busy_while_measuring": "the CPUs were busy while RAM bandwidth was measured: "
-                                 "run 'loadout detect --remeasure' when the machine is idle",
-    "page_cache_suspected": "the read came from RAM, not the disk: a typical figure is used",
-    "gpu_probe_unavailable": "GPU bandwidth is the driver's peak: install loadout[probe] "
-                             "(torch) to measure it",
-}
+# Codes whose sentence the text output adds (the JSON keeps only the codes).
+_WORTH_EXPLAINING = (
+    "nvml_unavailable", "nvml_not_installed", "nvidia_driver_not_loaded",
+    "nvml_version_mismatch", "nvml_no_permission", "gpu_lost", "amdgpu_driver_not_loaded",
+    "engine_has_no_gpu_backend", "not_seen_by_engine", "zero_free_reported",
+    "host_busy_while_measuring", "page_cache_suspected", "gpu_probe_unavailable",
+    "gpu_disappeared", "folder_missing",
+)
 
 
 def _explained(codes: list[str]) -> list[str]:
-    lines = []
-    for code in dict.fromkeys(c.split(":")[0] for c in codes):
-        if code in EXPLAIN:
-            lines.append(f"  - {code}: {EXPLAIN[code]}")
-    return lines
+    from engine.hardware.codes import explain
+
+    wanted = dict.fromkeys(c.split(":")[0] for c in codes)
+    return [f"  - {code}: {explain(code)}" for code in wanted if code in _WORTH_EXPLAINING]
 
 
 def _gib(n: int) -> str:

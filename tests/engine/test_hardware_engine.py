@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from engine.ggml_devices import EngineDevice, engine_devices
@@ -110,3 +111,64 @@ def test_quick_device_list_matches_the_bindings_and_skips_their_import() -> None
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.split() == ["False", "False"]
+
+
+def _note_codes_in(path: Path) -> set[str]:
+    """String constants a module writes as notes: ``notes.append(...)``, ``notes=...``,
+    assignments to ``notes``/``code``, and the reason tables/returns of NVML errors."""
+    import ast
+
+    found: set[str] = set()
+
+    def collect(node: ast.AST) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                found.add(sub.value.split(":")[0])
+            elif isinstance(sub, ast.JoinedStr) and sub.values and \
+                    isinstance(sub.values[0], ast.Constant):
+                found.add(str(sub.values[0].value).split(":")[0])
+
+    def named(target: ast.AST) -> str:
+        return target.id if isinstance(target, ast.Name) else \
+            target.attr if isinstance(target, ast.Attribute) else ""
+
+    wanted = ("notes", "code", "_INIT_REASONS")
+
+    def value_of(node: ast.AST) -> ast.AST | None:
+        if isinstance(node, ast.keyword):
+            return node.value if node.arg == "notes" else None
+        if isinstance(node, ast.Assign):
+            return node.value if any(named(t) in wanted for t in node.targets) else None
+        if isinstance(node, ast.AnnAssign):
+            return node.value if named(node.target) in wanted else None
+        return None
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("append", "extend") and "notes" in named(node.func.value):
+            parts = list(node.args)
+        elif isinstance(node, ast.FunctionDef) and node.name == "_reason":
+            parts = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value]
+        elif (value := value_of(node)) is not None:
+            parts = [value]
+        for part in parts:
+            collect(part)
+    return {c for c in found if re.fullmatch(r"[a-z][a-z0-9_]+", c) and c.islower()
+            and not c.startswith("NVML") and "_" in c}
+
+
+def test_every_note_code_in_the_detection_sources_is_explained() -> None:
+    from engine.hardware.codes import EXPLANATIONS, explain
+
+    folder = Path(__file__).resolve().parents[2] / "engine" / "hardware"
+    emitted: set[str] = set()
+    for module in folder.glob("*.py"):
+        if module.name != "codes.py":
+            emitted |= _note_codes_in(module)
+    assert {"gpu_lost", "nvml_version_mismatch", "read_nominal", "mig_instance"} <= emitted
+    # "engine_backend_{name}": a prefix whose every completion must be explained
+    prefixes = {c for c in emitted if c.endswith("_")}
+    assert all(any(k.startswith(p) for k in EXPLANATIONS) for p in prefixes)
+    assert sorted(emitted - prefixes - set(EXPLANATIONS)) == []
+    assert explain("gpu_lost:3") == EXPLANATIONS["gpu_lost"] and explain("nope") == ""
