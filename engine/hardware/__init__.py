@@ -219,7 +219,9 @@ def _with_engine(gpus: list[Gpu], src: Sources, host: Host, run: _Run) -> list[G
 
 def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> Host:
     cached = cache.host.get("bandwidth_gbps")
-    if isinstance(cached, int | float) and cached > 0:
+    # A figure taken on a busy machine is kept only until the machine is idle again.
+    retry = bool(cache.host.get("busy")) and measure and not _busy(host.threads)
+    if isinstance(cached, int | float) and cached > 0 and not retry:
         if cache.host.get("busy"):
             run.notes.append("host_busy_while_measuring")
         return replace(host, bandwidth_gbps=float(cached),

@@ -165,3 +165,21 @@ def test_cli_detect_json_is_a_rig_file_and_text_is_readable(tmp_path: Path) -> N
                           timeout=120, check=True).stdout
     assert doc["host"]["cpu"] in text and "GPUs: none" in text
     assert f"Disk {tmp_path / 'models'}" in text
+
+
+def test_a_figure_measured_while_busy_is_measured_again_when_idle(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.hardware as hw
+
+    sources = Sources(cache_dir=tmp_path)
+    first = detect(model_dirs=[], measure=False, sources=sources)  # to learn the fingerprint
+    key = fingerprint(first.host.cpu, first.host.threads, first.host.ram_total_bytes,
+                      [(g.name, g.total_bytes) for g in first.gpus])
+    ProbeCache(key, host={"bandwidth_gbps": 0.5, "busy": True}).save(tmp_path)
+    monkeypatch.setattr(hw, "_busy", lambda threads: True)   # still busy: keep it, say so
+    busy = detect(model_dirs=[], sources=sources)
+    assert busy.host.bandwidth_gbps == 0.5 and "host_busy_while_measuring" in busy.notes
+    monkeypatch.setattr(hw, "_busy", lambda threads: False)  # idle now: measure again
+    idle = detect(model_dirs=[], sources=sources)
+    assert idle.host.bandwidth_gbps != 0.5 and "host_busy_while_measuring" not in idle.notes
+    assert ProbeCache.load(tmp_path, key).host["busy"] is False
