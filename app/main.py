@@ -277,3 +277,4 @@ def run_app(argv: list[str]) -> int:
         return int(app.exec())
     finally:
         sys.excepthook = previous_hook
+        window.shutdown()

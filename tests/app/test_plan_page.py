@@ -155,3 +155,15 @@ def test_a_rig_file_that_is_not_valid_reaches_the_error_handler(
     assert "The rig file is not valid" in window.errors.last_message
     assert "host" in window.errors.last_message
     assert window.plan.whatif_dialog.rig == rig
+
+
+def test_moving_a_gpu_first_makes_it_the_main(make_window: Any, two_gpu_rig: Inventory,
+                                               big_model: Path, qtbot: Any) -> None:
+    window = make_window(two_gpu_rig)
+    page = _open(window, qtbot, big_model)
+    assert page.memory_map.bars()[0].role == "main"
+    with qtbot.waitSignal(page.sig_plan_shown, timeout=20000):
+        page.roles.move_gpu(1, -1)
+    assert page.last_request.gpu_order == (1, 0)
+    roles = {r["gpu"]: r["role"] for r in plan_document(page.last_plan)["roles"]}
+    assert roles[1] == "main"
