@@ -102,7 +102,8 @@ def advise(inventory: Inventory, profile: ModelProfile, request: Request, plan: 
     """What-ifs with their predicted speeds: the ones that help most, then the ones that
     would not (e.g. more RAM when bandwidth-bound)."""
     # what-ifs at the plan's context, so that they compare like with like
-    quiet = replace(request, advise=False, context=request.context or plan.context)
+    quiet = replace(request, advise=False, context=request.context or plan.context,
+                    kv_type=request.kv_type or plan.kv_type)
     now = plan.predicted.decode_tps
     out: list[Advice] = []
 
@@ -119,12 +120,12 @@ def advise(inventory: Inventory, profile: ModelProfile, request: Request, plan: 
         judge(Code.ADVICE_MOE_MODEL, replan(inventory, _moe_like(profile), quiet),
               active_share=0.19)
     if plan.kv_type == "f16" and request.kv_type is None:
-        judge(Code.ADVICE_KV_Q8_0, replan(inventory, profile, replace(
-            quiet, kv_type="q8_0", context=plan.context)), context=plan.context)
+        judge(Code.ADVICE_KV_Q8_0, replan(inventory, profile, replace(quiet, kv_type="q8_0")),
+              context=plan.context)
     if plan.context > 8192:
         shorter = plan.context // 4
-        judge(Code.ADVICE_SHORTER_CONTEXT,
-              replan(inventory, profile, replace(quiet, context=shorter)), context=shorter)
+        judge(Code.ADVICE_SHORTER_CONTEXT, replan(inventory, profile, replace(
+            quiet, context=shorter, kv_type=request.kv_type)), context=shorter)
     host = inventory.host
     more_ram = replace(host, ram_total_bytes=host.ram_total_bytes * 2,
                        ram_available_bytes=host.ram_available_bytes + host.ram_total_bytes)

@@ -26,72 +26,74 @@ KV_ELEMENT_BYTES: dict[str, float] = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 
 
 
 @dataclass(frozen=True)
-class LayerCost:
-    """What one block stores and reads per token.
+class LayerTable:
+    """What each block is, independent of context and KV type (once per plan).
 
-    ``core_bytes`` is everything but the routed experts (attention, norms, dense or
-    shared FFN, recurrent tensors); ``kv_bytes`` is its cache for the whole context.
+    Parallel tuples, one entry per block: ``core`` is everything but the routed experts
+    (attention, norms, dense or shared FFN, recurrent tensors).
     """
 
-    index: int
-    core_bytes: int
-    expert_bytes: int
-    kv_bytes: int
-    kv_read_bytes: float      # KV read per token at the requested depth
-    recurrent: bool
-    nextn: bool
+    core: tuple[int, ...]
+    expert: tuple[int, ...]
+    kv_elements: tuple[int, ...]     # K + V elements per context cell
+    swa_window: tuple[int, ...]
+    state: tuple[int, ...]           # recurrent state bytes per sequence
+    recurrent: tuple[bool, ...]
+    nextn: tuple[bool, ...]
 
 
 @dataclass(frozen=True)
-class LayerStatic:
-    """What a block is, independent of context and KV type (computed once per plan)."""
+class LayerCosts:
+    """Per block, for one context and KV type: bytes stored and KV read per token.
 
-    index: int
-    core_bytes: int
-    expert_bytes: int
-    kv_elements: int          # K + V elements per context cell
-    swa_window: int
-    state_bytes: int          # recurrent state per sequence
-    recurrent: bool
-    nextn: bool
+    ``kv`` is the block's cache for the whole context; ``kv_read`` what one token reads
+    of it at the requested depth.
+    """
+
+    core: tuple[int, ...]
+    expert: tuple[int, ...]
+    kv: tuple[int, ...]
+    kv_read: tuple[float, ...]
+    recurrent: tuple[bool, ...]
+    nextn: tuple[bool, ...]
+
+    def __len__(self) -> int:
+        return len(self.core)
 
 
-def layer_table(profile: ModelProfile) -> tuple[LayerStatic, ...]:
+def layer_table(profile: ModelProfile) -> LayerTable:
     """The per-block table :func:`layer_costs` prices contexts from."""
-    out = []
-    for layer in profile.layers:
-        kinds = dict(layer.bytes_by_kind)
-        experts = kinds.get(TensorKind.EXPERTS, 0)
-        core = sum(b for k, b in kinds.items() if k != TensorKind.EXPERTS)
-        out.append(LayerStatic(
-            index=layer.index, core_bytes=core, expert_bytes=experts,
-            kv_elements=layer.n_head_kv * (layer.head_dim_k + layer.head_dim_v),
-            swa_window=layer.swa_window if layer.kind == LayerKind.SWA else 0,
-            state_bytes=layer.recurrent_state_bytes,
-            recurrent=layer.kind == LayerKind.RECURRENT,
-            nextn=layer.kind == LayerKind.NEXTN))
-    return tuple(out)
+    experts = [layer.bytes_of(TensorKind.EXPERTS) for layer in profile.layers]
+    return LayerTable(
+        core=tuple(la.total_bytes - e for la, e in zip(profile.layers, experts, strict=True)),
+        expert=tuple(experts),
+        kv_elements=tuple(la.n_head_kv * (la.head_dim_k + la.head_dim_v)
+                          for la in profile.layers),
+        swa_window=tuple(la.swa_window if la.kind == LayerKind.SWA else 0
+                         for la in profile.layers),
+        state=tuple(la.recurrent_state_bytes for la in profile.layers),
+        recurrent=tuple(la.kind == LayerKind.RECURRENT for la in profile.layers),
+        nextn=tuple(la.kind == LayerKind.NEXTN for la in profile.layers))
 
 
-def layer_costs(table: Sequence[LayerStatic], kv_type: str, n_ctx: int, n_seq: int,
-                depth: int, load_mtp: bool = False) -> tuple[LayerCost, ...]:
+def layer_costs(t: LayerTable, kv_type: str, n_ctx: int, n_seq: int, depth: int,
+                load_mtp: bool = False) -> LayerCosts:
     """Per-block storage and per-token reads for a context of ``n_ctx`` cells in all."""
     elem = KV_ELEMENT_BYTES[kv_type]
-    costs = []
-    for t in table:
-        per_cell = t.kv_elements * elem
-        cells, read_cells = n_ctx, depth
-        if t.swa_window:
-            cells = min(n_ctx, (t.swa_window + 512) * n_seq)
-            read_cells = min(depth, t.swa_window)
-        loaded = load_mtp or not t.nextn
-        costs.append(LayerCost(
-            index=t.index, core_bytes=t.core_bytes if loaded else 0,
-            expert_bytes=t.expert_bytes if loaded else 0,
-            kv_bytes=int(per_cell * cells) + t.state_bytes * n_seq if loaded else 0,
-            kv_read_bytes=per_cell * read_cells + 2 * t.state_bytes,
-            recurrent=t.recurrent, nextn=t.nextn))
-    return tuple(costs)
+    n = len(t.core)
+    loaded = [load_mtp or not x for x in t.nextn]
+    kv: list[int] = []
+    kv_read: list[float] = []
+    for i in range(n):
+        per_cell = t.kv_elements[i] * elem
+        w = t.swa_window[i]
+        cells = min(n_ctx, (w + 512) * n_seq) if w else n_ctx
+        kv.append(int(per_cell * cells) + t.state[i] * n_seq if loaded[i] else 0)
+        kv_read.append(per_cell * (min(depth, w) if w else depth) + 2 * t.state[i])
+    return LayerCosts(
+        core=tuple(c if ok else 0 for c, ok in zip(t.core, loaded, strict=True)),
+        expert=tuple(e if ok else 0 for e, ok in zip(t.expert, loaded, strict=True)),
+        kv=tuple(kv), kv_read=tuple(kv_read), recurrent=t.recurrent, nextn=t.nextn)
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class Layout:
     expert_host_layers: tuple[int, ...]
 
 
-def _ranges_by_share(first: int, costs: Sequence[LayerCost], shares: Sequence[float],
+def _ranges_by_share(first: int, costs: LayerCosts, shares: Sequence[float],
                      weight: Sequence[float]) -> list[tuple[int, int]]:
     """Split blocks ``first..`` into consecutive ranges with bytes in proportion to shares."""
     total = sum(weight[first:]) or 1.0
@@ -142,7 +144,7 @@ def _ranges_by_share(first: int, costs: Sequence[LayerCost], shares: Sequence[fl
     return bounds
 
 
-def fill_layout(profile: ModelProfile, costs: Sequence[LayerCost], gpus: Sequence[Budget],
+def fill_layout(profile: ModelProfile, costs: LayerCosts, gpus: Sequence[Budget],
                 overhead: dict[str, int], output_device_bytes: int) -> Layout:
     """The fastest layout the budgets allow, by the spill order above.
 
@@ -157,8 +159,8 @@ def fill_layout(profile: ModelProfile, costs: Sequence[LayerCost], gpus: Sequenc
     main = gpus[0].device
     room = {b.device: b.bytes - overhead.get(b.device, 0) for b in gpus}
     room[main] -= output_device_bytes
-    full = [c.core_bytes + c.expert_bytes + c.kv_bytes for c in costs]
-    core = [c.core_bytes + c.kv_bytes for c in costs]
+    core = [c + k for c, k in zip(costs.core, costs.kv, strict=True)]
+    full = [c + e for c, e in zip(core, costs.expert, strict=True)]
     by_index = sorted(gpus, key=lambda b: int(b.device[3:]))
     order = [b.device for b in by_index]
     caps = [max(0, room[d]) for d in order]
@@ -169,8 +171,12 @@ def fill_layout(profile: ModelProfile, costs: Sequence[LayerCost], gpus: Sequenc
     if profile.is_moe and sum(core) <= sum(caps):
         return _moe_layout(n, costs, core, caps, order, main)
     # dense spill: the first blocks go to the CPU whole
+    total_caps = sum(caps)
+    tail = sum(full)
     for n_cpu in range(0, n + 1):
-        if sum(full[n_cpu:]) > sum(caps):
+        if n_cpu:
+            tail -= full[n_cpu - 1]
+        if tail > total_caps:
             continue
         ranges = _greedy_ranges(n_cpu, full, gpus, room, order)
         if ranges is not None:
@@ -204,21 +210,20 @@ def _greedy_ranges(first: int, full: Sequence[int], gpus: Sequence[Budget],
     return out
 
 
-def _moe_layout(n: int, costs: Sequence[LayerCost], core: Sequence[int], caps: Sequence[int],
+def _moe_layout(n: int, costs: LayerCosts, core: Sequence[int], caps: Sequence[int],
                 order: Sequence[str], main: str) -> Layout:
     """Every block's core on a GPU (ranges by capacity); experts that do not fit -> RAM."""
     ranges = _ranges_by_share(0, costs, [float(c) for c in caps],
-                              [float(c.core_bytes + c.expert_bytes + c.kv_bytes)
-                               for c in costs])
+                              [float(c + e) for c, e in zip(core, costs.expert, strict=True)])
     host_experts: set[int] = set()
     for (start, end), cap in zip(ranges, caps, strict=True):
         used = sum(core[start:end])
         # keep the experts of the last blocks of the range; spill from its first block on
         keep_from = end
-        while keep_from > start and used + costs[keep_from - 1].expert_bytes <= cap:
-            used += costs[keep_from - 1].expert_bytes
+        while keep_from > start and used + costs.expert[keep_from - 1] <= cap:
+            used += costs.expert[keep_from - 1]
             keep_from -= 1
-        host_experts.update(i for i in range(start, keep_from) if costs[i].expert_bytes)
+        host_experts.update(i for i in range(start, keep_from) if costs.expert[i])
     return _layout(n, 0, list(zip(order, ranges, strict=True)), host_experts, main)
 
 
@@ -300,7 +305,7 @@ def check(profile: ModelProfile, config: MemoryConfig, layout: Layout,
     return over
 
 
-def token_loads(profile: ModelProfile, costs: Sequence[LayerCost], placement: Placement,
+def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
                 disk_fraction: float = 0.0, bits_per_weight: float | None = None,
                 iquant: bool | None = None
                 ) -> tuple[tuple[DeviceLoad, ...], tuple[tuple[str, str], ...]]:
@@ -318,24 +323,27 @@ def token_loads(profile: ModelProfile, costs: Sequence[LayerCost], placement: Pl
     acc: dict[str, list[float]] = {HOST: [0.0] * 6}
     hops: list[tuple[str, str]] = []
     current = HOST  # the input layer (token embedding lookup) is always on the CPU
-    for c in costs:
-        if c.nextn:
+    layer_devices, expert_devices = placement.layer_devices, placement.expert_devices
+    for i in range(len(costs)):
+        if costs.nextn[i]:
             continue
-        dev = placement.layer_devices[c.index]
+        dev = layer_devices[i]
         if dev != current:
             hops.append((current, dev))
             current = dev
-        a = acc.setdefault(dev, [0.0] * 6)
-        a[0] += c.core_bytes
-        a[2] += c.kv_read_bytes
+        a = acc.get(dev) or acc.setdefault(dev, [0.0] * 6)
+        core = costs.core[i]
+        a[0] += core
+        a[2] += costs.kv_read[i]
         a[3] += 1
-        a[4] += c.recurrent
-        a[5] += c.core_bytes
-        if c.expert_bytes:
-            exp_dev = placement.expert_devices[c.index]
-            e = acc.setdefault(exp_dev, [0.0] * 6)
-            e[1] += c.expert_bytes * used
-            e[5] += c.expert_bytes
+        a[4] += costs.recurrent[i]
+        a[5] += core
+        expert = costs.expert[i]
+        if expert:
+            exp_dev = expert_devices[i]
+            e = acc.get(exp_dev) or acc.setdefault(exp_dev, [0.0] * 6)
+            e[1] += expert * used
+            e[5] += expert
             if exp_dev != dev:
                 hops += [(dev, exp_dev), (exp_dev, dev)]
                 e[3] += 1  # the expert matmuls sync that device's threads
@@ -350,15 +358,15 @@ def token_loads(profile: ModelProfile, costs: Sequence[LayerCost], placement: Pl
     if iquant is None:
         iquant = is_iquant(profile)
     loads = []
-    for device, (weight, expert, kv, layers, recurrent, stored) in acc.items():
-        if not stored and not layers and device != HOST:
+    for device, (w_read, e_read, kv_read, n_layers, n_recurrent, stored) in acc.items():
+        if not stored and not n_layers and device != HOST:
             continue
         resident = 1.0 - disk_fraction if device == HOST else 1.0
-        disk = (weight + expert) * (1.0 - resident)
+        disk = (w_read + e_read) * (1.0 - resident)
         loads.append(DeviceLoad(
-            device=device, weight_bytes=weight * resident, expert_bytes=expert * resident,
-            kv_bytes=kv, layers=int(layers), recurrent_layers=int(recurrent),
+            device=device, weight_bytes=w_read * resident, expert_bytes=e_read * resident,
+            kv_bytes=kv_read, layers=int(n_layers), recurrent_layers=int(n_recurrent),
             stored_bytes=stored, disk_bytes=disk, disk_stored_bytes=stored * (1 - resident),
-            flops=(weight + expert) * per_flop, iquant=iquant))
+            flops=(w_read + e_read) * per_flop, iquant=iquant))
     loads.sort(key=lambda ld: (ld.device != HOST, ld.device))
     return tuple(loads), tuple(hops)

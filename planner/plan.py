@@ -162,13 +162,13 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     Returns:
         The :class:`Plan`, with ``fits`` False and reason codes when it cannot run.
     """
-    return _plan(inventory, profile, request, exact_check=True, fixed=None)
+    return _plan(inventory, profile, request, exact_check=True, like=None)
 
 
 def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_check: bool,
-          fixed: dict[str, int] | None) -> Plan:
+          like: Context | None) -> Plan:
     """:func:`plan`, optionally without the final memory-model check (what-ifs), reusing
-    the per-device fixed costs of a plan of the same model."""
+    the tables and fixed per-device costs of a plan of the same model."""
     decisions: list[Note] = []
     warnings: list[Note] = []
     cap = _context_cap(profile, request)
@@ -183,9 +183,7 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
                                  (("context", context), ("train", profile.n_ctx_train))))
     else:
         context = min(GOOD_CONTEXT, cap)
-    ctx = Context.of(inventory, profile, request)
-    if fixed:
-        ctx.fixed.update(fixed)
+    ctx = Context.of(inventory, profile, request, like)
     base_roles = candidate_roles(inventory, request)
     best = _best_arrangement(ctx, base_roles, context)
     # too little memory for the KV cache, or weights pushed to disk by it: shorten the
@@ -212,7 +210,7 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
         best = exact(ctx, best)
     speed = replace(best.speed, decode_tps=best.speed.decode_tps * spec.tokens_per_step
                     / spec.step_cost, spec=spec)
-    return _assemble(ctx, best, speed, decisions, warnings)
+    return _assemble(ctx, best, speed, decisions, warnings, exact_check)
 
 
 def _kv_choice(ctx: Context, roles: tuple[GpuRole, ...], context: int) -> Trial:
@@ -294,7 +292,7 @@ def _same_tiers(a: Trial, b: Trial) -> bool:
 
 
 def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
-              warnings: list[Note]) -> Plan:
+              warnings: list[Note], real: bool) -> Plan:
     from planner.plan_report import devices_of, reasons_of, spills_of
 
     inventory, profile, request = ctx.inventory, ctx.profile, ctx.request
@@ -316,12 +314,11 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
         spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout)
     bottleneck = find_bottleneck(plan_, inventory)
     plan_ = replace(plan_, bottleneck=bottleneck)
-    if request.pins_placement or request.kv_type or request.spec:
+    if real and (request.pins_placement or request.kv_type or request.spec):
         plan_ = _price_override(inventory, profile, request, plan_)
     if request.advise:
         def what_if(inv: Inventory, prof: ModelProfile, req: Request) -> Plan:
-            same = prof is profile
-            return _plan(inv, prof, req, exact_check=False, fixed=ctx.fixed if same else None)
+            return _plan(inv, prof, req, exact_check=False, like=ctx)
 
         plan_ = replace(plan_, advice=advise(inventory, profile, request, plan_, what_if))
     return plan_

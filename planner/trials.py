@@ -15,8 +15,8 @@ from planner.inventory import Inventory
 from planner.memory import DeviceMemory, MemoryConfig, Placement, estimate
 from planner.placement import (
     Budget,
-    LayerCost,
-    LayerStatic,
+    LayerCosts,
+    LayerTable,
     Layout,
     fill_layout,
     layer_costs,
@@ -44,14 +44,19 @@ class Context:
     inventory: Inventory
     profile: ModelProfile
     request: Request
-    table: tuple[LayerStatic, ...]
+    table: LayerTable
     bits_per_weight: float
     iquant: bool
     fixed: dict[str, int] = field(default_factory=dict)   # compute + overhead per device
     extra: dict[str, int] = field(default_factory=dict)   # learned from exact checks
 
     @staticmethod
-    def of(inventory: Inventory, profile: ModelProfile, request: Request) -> Context:
+    def of(inventory: Inventory, profile: ModelProfile, request: Request,
+           like: Context | None = None) -> Context:
+        """A context; ``like`` (a context of the same profile) lends its tables."""
+        if like is not None and like.profile is profile:
+            return Context(inventory, profile, request, like.table, like.bits_per_weight,
+                           like.iquant, dict(like.fixed))
         return Context(inventory, profile, request, layer_table(profile),
                        profile.bits_per_weight, is_iquant(profile))
 
@@ -71,7 +76,7 @@ class Trial:
     gpu_over: bool           # a GPU is over its budget (only with pins)
     disk_bytes: int
     host_budget: int
-    costs: tuple[LayerCost, ...] = field(repr=False, compare=False, default=())
+    costs: LayerCosts | None = field(repr=False, compare=False, default=None)
 
     @property
     def score(self) -> float:
@@ -103,17 +108,17 @@ def _fixed(ctx: Context, config: MemoryConfig, gpus: tuple[GpuRole, ...]) -> dic
     return ctx.fixed
 
 
-def _quick_memory(ctx: Context, costs: tuple[LayerCost, ...], layout: Layout,
+def _quick_memory(ctx: Context, costs: LayerCosts, layout: Layout,
                   fixed: dict[str, int]) -> tuple[DeviceMemory, ...]:
     p = ctx.profile
     pl = layout.placement
     weights: dict[str, int] = {HOST: p.token_embd_bytes + p.other_bytes}
     kv: dict[str, int] = {HOST: 0}
-    for c in costs:
-        dev, exp = pl.layer_devices[c.index], pl.expert_devices[c.index]
-        weights[dev] = weights.get(dev, 0) + c.core_bytes
-        weights[exp] = weights.get(exp, 0) + c.expert_bytes
-        kv[dev] = kv.get(dev, 0) + c.kv_bytes
+    for dev, exp, core, expert, cache in zip(pl.layer_devices, pl.expert_devices, costs.core,
+                                             costs.expert, costs.kv, strict=True):
+        weights[dev] = weights.get(dev, 0) + core
+        weights[exp] = weights.get(exp, 0) + expert
+        kv[dev] = kv.get(dev, 0) + cache
     out = pl.output_device
     weights[out] = weights.get(out, 0) + p.output_bytes + (
         p.token_embd_bytes if p.tied_output and out != HOST else 0)
@@ -158,7 +163,7 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
 
 
 def _priced(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
-            config: MemoryConfig, costs: tuple[LayerCost, ...], layout: Layout,
+            config: MemoryConfig, costs: LayerCosts, layout: Layout,
             memory: tuple[DeviceMemory, ...], budgets: dict[str, int]) -> Trial:
     inventory, request = ctx.inventory, ctx.request
     by_dev = {m.device: m for m in memory}
@@ -186,6 +191,7 @@ def exact(ctx: Context, t: Trial) -> Trial:
     for _ in range(4):
         memory = tuple(estimate(ctx.profile, t.config, t.layout.placement))
         budgets = {g.device: g.budget_bytes for g in active(t.roles)}
+        assert t.costs is not None
         checked = _priced(ctx, t.roles, t.kv_type, t.context, t.config, t.costs, t.layout,
                           memory, budgets)
         over = {m.device: m.total_bytes - budgets[m.device] for m in memory

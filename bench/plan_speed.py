@@ -1,0 +1,73 @@
+"""How long ``plan()`` takes for models of 1,000+ tensors (target: < 100 ms).
+
+Writes header-only GGUFs of real shapes (a Llama-3.1-405B-shaped dense model and a
+Qwen3-235B-A22B-shaped MoE), reads them with the GGUF reader, then times the full
+``plan()`` (advice included) on a few rigs. Prints median and worst of N runs.
+
+Run: ``.venv/bin/python bench/plan_speed.py [--runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.gguf_file import load_profile  # noqa: E402
+from planner.plan import plan  # noqa: E402
+from planner.request import Request, TaskKind  # noqa: E402
+from tests.helpers.gguf_factory import Shape, write_llama, write_qwen3moe  # noqa: E402
+from tests.planner.rigs import RTX_3060, RTX_4090, rig  # noqa: E402
+
+TARGET_S = 0.100
+LLAMA_405B = Shape(n_layers=126, n_embd=16384, n_head=128, n_head_kv=8, head_dim=128,
+                   n_ff=53248, n_vocab=128256, n_ctx_train=131072, weight_type="Q4_K")
+QWEN3_235B = Shape(n_layers=94, n_embd=4096, n_head=64, n_head_kv=4, head_dim=128, n_ff=12288,
+                   n_vocab=151936, n_ctx_train=40960, n_expert=128, n_expert_used=8,
+                   n_ff_exp=1536, weight_type="Q4_K")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    rigs = {"4090 + 64 GB": rig(RTX_4090, ram_gib=64),
+            "4090 + 3060 + 128 GB": rig(RTX_4090, RTX_3060, ram_gib=128),
+            "CPU-only 64 GB": rig(ram_gib=64)}
+    worst_median = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        models = {
+            "Llama-405B-shape Q4_K": write_llama(Path(tmp) / "405b.gguf", LLAMA_405B,
+                                                 header_only=True),
+            "Qwen3-235B-A22B-shape Q4_K": write_qwen3moe(Path(tmp) / "235b.gguf", QWEN3_235B,
+                                                         header_only=True),
+        }
+        print(f"{'model':<28}{'tensors':>8}  {'rig':<22}{'median ms':>10}{'max ms':>9}")
+        for name, path in models.items():
+            profile = load_profile(path)
+            for rig_name, inv in rigs.items():
+                request = Request(task=TaskKind.CODE)
+                plan(inv, profile, request)  # warm-up (imports, caches of the interpreter)
+                times = []
+                for _ in range(args.runs):
+                    start = time.perf_counter()
+                    plan(inv, profile, request)
+                    times.append(time.perf_counter() - start)
+                med = statistics.median(times)
+                worst_median = max(worst_median, med)
+                print(f"{name:<28}{len(profile.tensors):>8}  {rig_name:<22}"
+                      f"{med * 1000:>10.1f}{max(times) * 1000:>9.1f}")
+    ok = worst_median < TARGET_S
+    print(f"{'PASS' if ok else 'FAIL'}: worst median {worst_median * 1000:.1f} ms "
+          f"(target < {TARGET_S * 1000:.0f} ms, advice included)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
