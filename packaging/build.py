@@ -77,10 +77,12 @@ def stage_engines(backends: list[str], args: argparse.Namespace) -> list[Path]:
         recipe = table[name]
         if name in given:
             wheel = Path(given[name])
-        else:
-            extra = engine_builds.cuda_toolkit_fill(sys.executable) if (
-                name == "cuda" and args.cuda_fill_toolkit) else ()
-            wheel = engine_builds.build(recipe, sys.executable, args.jobs, args.nice, extra)
+            staged.append(engine_builds.stage(wheel, recipe, STAGE, bundle_runtime=True,
+                                              cmake_args=f"(prebuilt wheel {wheel.name})"))
+            continue
+        extra = engine_builds.cuda_toolkit_fill(sys.executable) if (
+            name == "cuda" and args.cuda_fill_toolkit) else ()
+        wheel = engine_builds.build(recipe, sys.executable, args.jobs, args.nice, extra)
         staged.append(engine_builds.stage(wheel, recipe, STAGE, bundle_runtime=True))
     return staged
 

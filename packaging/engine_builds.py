@@ -191,11 +191,14 @@ def build(recipe: Recipe, python: str, jobs: int, nice: int,
     return wheels[0]
 
 
-def stage(wheel: Path, recipe: Recipe, dest: Path, bundle_runtime: bool = False) -> Path:
+def stage(wheel: Path, recipe: Recipe, dest: Path, bundle_runtime: bool = False,
+          cmake_args: str | None = None) -> Path:
     """Unpack the wheel's ``llama_cpp`` package into ``dest/<backend>/`` with a manifest.
 
     With ``bundle_runtime`` the toolkit libraries the engine links against (CUDA runtime,
-    cuBLAS) are copied beside it, so the user needs only the GPU driver.
+    cuBLAS) are copied beside it, so the user needs only the GPU driver. The manifest's
+    ``cmake_args`` come from the build's ``build.json``, else ``cmake_args``, else the
+    recipe.
     """
     target = dest / recipe.backend
     if target.exists():
@@ -208,8 +211,10 @@ def stage(wheel: Path, recipe: Recipe, dest: Path, bundle_runtime: bool = False)
     if bundle_runtime and recipe.runtime_libs:
         _copy_runtime_libs(target / "llama_cpp" / "lib", recipe.runtime_libs)
     build_info = wheel.parent / "build.json"
-    cmake_args = (json.loads(build_info.read_text())["cmake_args"] if build_info.exists()
-                  else shlex.join(recipe.cmake_args))
+    if build_info.exists():
+        cmake_args = json.loads(build_info.read_text())["cmake_args"]
+    elif cmake_args is None:
+        cmake_args = shlex.join(recipe.cmake_args)
     manifest = {"schema": "loadout.engine/1", "backend": recipe.backend,
                 "engine": ENGINE, "cmake_args": cmake_args,
                 "platform": sys.platform, "machine": platform.machine()}
