@@ -135,3 +135,18 @@ def test_switching_language_retranslates_every_visible_widget(
         ram = "QLabel#statusRam"  # live figure: changes by itself
         assert back.pop(ram).startswith("RAM in use") and english[key].pop(ram)
         assert back == english[key]
+
+
+def test_choosing_a_language_in_settings_switches_at_once_and_is_saved(
+        make_window: Any, two_gpu_rig: Inventory, translations: Path) -> None:
+    from app.settings_store import load_settings
+
+    window = make_window(two_gpu_rig)
+    combo = window.settings_page.language
+    combo.setCurrentIndex(combo.findData("zh_TW"))
+    assert window.sidebar.item(5).text() == "設定"
+    assert window.settings_page.title.text() == "設定"
+    assert combo.currentText() == "繁體中文"
+    assert load_settings().language == "zh_TW"
+    combo.setCurrentIndex(combo.findData("en"))
+    assert window.sidebar.item(5).text() == "Settings"

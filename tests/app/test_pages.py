@@ -114,3 +114,14 @@ def test_whatif_edits_gpus_and_ram_and_rig_files_round_trip(
     assert machine is not None and len(machine.gpus) == 2
     assert window.plan.machine_label.text() == "For: what-if rig"
     assert window.state.detected == rig
+
+
+def test_choosing_dark_in_settings_darkens_the_window(make_window: Any, rig: Inventory) -> None:
+    from app.theme import is_dark
+
+    window = make_window(rig)
+    light = window.palette().window().color().lightness()
+    combo = window.settings_page.theme
+    combo.setCurrentIndex(combo.findData("dark"))
+    assert is_dark()
+    assert window.palette().window().color().lightness() < light - 100
