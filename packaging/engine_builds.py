@@ -239,18 +239,47 @@ def _restore_links(lib: Path) -> None:
         path.symlink_to(real.name)
 
 
-def _copy_runtime_libs(lib: Path, prefixes: tuple[str, ...]) -> None:
+def _runtime_dirs() -> list[Path]:
+    """Where toolkit libraries may be: the CUDA toolkit and the cuBLAS wheel's folder."""
+    cuda = Path(os.environ.get("CUDA_PATH", "/usr/local/cuda"))
+    dirs = [cuda / "bin", cuda / "lib64", *sorted(cuda.glob("targets/*/lib"))]
+    return [*dirs, cache_root() / "toolchain" / "cublas" / "nvidia" / "cu13" / "lib"]
+
+
+def _copy_runtime_libs(lib: Path, prefixes: tuple[str, ...]) -> list[str]:
+    """Copy the toolkit libraries whose names start with ``prefixes`` beside the engine.
+
+    Linux: what ``ldd`` resolves for the engine's libraries (or finds in the toolkit when
+    ``ldd`` says "not found"). Windows: the matching DLLs of ``%CUDA_PATH%\\bin``.
+    """
+    copied: list[str] = []
+    if sys.platform == "win32":
+        for folder in _runtime_dirs():
+            for dll in sorted(folder.glob("*.dll")):
+                if dll.name.startswith(prefixes) and not (lib / dll.name).exists():
+                    shutil.copy2(dll, lib / dll.name)
+                    copied.append(dll.name)
+        return copied
     if sys.platform != "linux":
-        return
-    for so in sorted(lib.glob("*.so*")):
-        out = subprocess.run(["ldd", str(so)], capture_output=True, text=True).stdout
+        return copied
+    pending = sorted(lib.glob("*.so*"))
+    while pending:  # a copied library may need another one (cuBLAS needs cuBLASLt)
+        out = subprocess.run(["ldd", str(pending.pop())], capture_output=True,
+                             text=True).stdout
         for line in out.splitlines():
             parts = line.split("=>")
-            if len(parts) != 2 or not parts[0].strip().startswith(prefixes):
+            name = parts[0].strip()
+            if len(parts) != 2 or not name.startswith(prefixes) or (lib / name).exists():
                 continue
             found = Path(parts[1].split("(")[0].strip())
-            if found.is_file() and not (lib / parts[0].strip()).exists():
-                shutil.copy2(found.resolve(), lib / parts[0].strip())
+            if not found.is_file():
+                found = next((d / name for d in _runtime_dirs() if (d / name).is_file()),
+                             found)
+            if found.is_file():
+                shutil.copy2(found.resolve(), lib / name)
+                copied.append(name)
+                pending.append(lib / name)
+    return copied
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -224,3 +224,31 @@ def test_launcher_lists_engines_and_remembers_the_default(
     out = capsys.readouterr().out
     assert "* cpu" in out and "chosen: cpu" in out
     assert engine_select.load_preference() == "cpu"
+
+
+@pytest.mark.skipif(sys.platform != "linux" or not shutil.which("cc"),
+                    reason="needs Linux, ldd and a C compiler")
+def test_runtime_libraries_are_copied_beside_the_engine_with_their_own_needs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A toolkit library the engine needs, and the one that library needs, both land in
+    the engine's folder; system libraries (libc) do not."""
+    toolkit, lib = tmp_path / "toolkit", tmp_path / "engine" / "lib"
+    toolkit.mkdir()
+    lib.mkdir(parents=True)
+
+    def cc(out: Path, source: str, *link: str) -> None:
+        src = out.with_suffix(".c")
+        src.write_text(source)
+        subprocess.run(["cc", "-shared", "-fPIC", f"-Wl,-soname,{out.name}", "-o", str(out),
+                        str(src), *link], check=True)
+
+    cc(toolkit / "libtkLt.so.13", "int lt(void) { return 1; }\n")
+    cc(toolkit / "libtk.so.13", "int lt(void); int tk(void) { return lt(); }\n",
+       str(toolkit / "libtkLt.so.13"))
+    cc(lib / "libggml-gpu.so", "int tk(void); int run(void) { return tk(); }\n",
+       str(toolkit / "libtk.so.13"))
+    monkeypatch.setattr(engine_builds, "_runtime_dirs", lambda: [toolkit])
+    copied = engine_builds._copy_runtime_libs(lib, ("libtk",))
+    assert sorted(copied) == ["libtk.so.13", "libtkLt.so.13"]
+    assert sorted(p.name for p in lib.iterdir() if not p.name.endswith(".c")) == [
+        "libggml-gpu.so", "libtk.so.13", "libtkLt.so.13"]
