@@ -258,4 +258,8 @@ def compute_bytes(layers: tuple[LayerShape, ...], params: GraphParams,
     Returns ``(device, bytes)`` pairs for every device that holds part of the graph.
     """
     graph = _Builder(params, layers).build(layers, with_output)
-    return tuple(sorted(graph.allocate().items()))
+    # llama.cpp keeps the largest of several reserve passes (prompt graph, token graph,
+    # prompt graph again); the replay matches the last one (checked against the offsets of
+    # a traced prompt batch), the earlier prompt pass peaks one hidden-state block higher
+    headroom = params.n_embd * params.n_tokens * F32
+    return tuple(sorted((dev, size + headroom) for dev, size in graph.allocate().items()))

@@ -142,21 +142,13 @@ class Graph:
                 return
             t.allocated = True
             if t.inplace:
+                # only a parent the allocator placed itself qualifies (ggml_gallocr_is_own):
+                # views never do, so ops on a reshaped tensor always get new memory
                 for p in t.srcs:
-                    if (p.is_output or p.device != t.device or p.n_children != 1
-                            or p.n_views != 0):
-                        continue
-                    if not p.is_view:
-                        if p.allocated and p.size == t.size:
-                            take(t, p)
-                            return
-                        continue
-                    root = p.view_of
-                    if (root is not None and p.contiguous and root.allocated
-                            and not root.is_output and root.n_views == 1
-                            and root.n_children == 0 and root.size >= t.size
-                            and root.device == t.device):
-                        take(t, root)
+                    if (not p.is_view and p.allocated and not p.is_output
+                            and p.device == t.device and p.n_children == 1
+                            and p.n_views == 0 and p.size == t.size):
+                        take(t, p)
                         return
             t.offset = buf(t.device).alloc(t.size)
 

@@ -184,7 +184,8 @@ def _layer_shape(profile: ModelProfile, layer: LayerProfile, config: MemoryConfi
         layer.n_head_kv, _layer_cells(layer, config, size), n_ff=layer.n_ff,
         n_ff_exp=layer.n_ff_exp, n_expert=profile.expert_count if moe else 0,
         n_expert_used=profile.expert_used_count if moe else 0, n_ff_shexp=layer.n_ff_shexp,
-        swa=layer.kind == LayerKind.SWA, qk_norm=gated, gated_attn=gated, device=device,
+        swa=layer.kind == LayerKind.SWA, qk_norm=layer.qk_norm,
+        post_norms=layer.post_norms, gated_attn=gated, device=device,
         attn_device=device if config.offload_kqv else HOST,
         # experts left in RAM under a GPU layer: prompt batches copy them in (op offload)
         offload_copy=layer.bytes_of(TensorKind.EXPERTS) // 3

@@ -165,6 +165,15 @@ def _widths(part: str, shape: tuple[int, ...], widths: dict[str, int]) -> None:
         widths["recr"] = shape[1]
 
 
+def _flags(part: str, widths: dict[str, int]) -> None:
+    """Record the block features that add intermediate tensors."""
+    if part.startswith(("attn_q_norm", "attn_k_norm")):
+        widths["qk_norm"] = 1
+    elif part.startswith(("post_attention_norm", "post_ffw_norm", "attn_post_norm",
+                          "ffn_post_norm")):
+        widths["post_norms"] = 1
+
+
 def _tensors(headers: Sequence[GGUFHeader], nextn_start: int
              ) -> tuple[list[TensorInfo], dict[int, dict[TensorKind, int]],
                         dict[int, dict[str, int]]]:
@@ -179,6 +188,7 @@ def _tensors(headers: Sequence[GGUFHeader], nextn_start: int
                 kind = TensorKind.NEXTN if layer >= nextn_start else classify(m.group(2))
                 per_layer[layer][kind] += t.nbytes
                 _widths(m.group(2), t.shape, widths[layer])
+                _flags(m.group(2), widths[layer])
             else:
                 kind = _top_kind(t.name)
             tensors.append(TensorInfo(t.name, GGML_TYPES[t.type_id].name, t.shape, t.nbytes,
@@ -242,7 +252,9 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
             head_dim_v=hdv if hk else 0, swa_window=n_swa if swa[il] else 0,
             recurrent_state_bytes=state if recr[il] else 0,
             n_ff=widths[il].get("ff", 0), n_ff_exp=widths[il].get("exp", 0),
-            n_ff_shexp=widths[il].get("shexp", 0), recurrent_width=widths[il].get("recr", 0)))
+            n_ff_shexp=widths[il].get("shexp", 0), recurrent_width=widths[il].get("recr", 0),
+            qk_norm=bool(widths[il].get("qk_norm")),
+            post_norms=bool(widths[il].get("post_norms"))))
     by_kind: dict[TensorKind, int] = defaultdict(int)
     quant: dict[str, int] = defaultdict(int)
     n_params = 0
