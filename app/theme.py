@@ -33,8 +33,10 @@ SEGMENT_COLORS: dict[str, tuple[str, str]] = {
 # Sizes in points, so they follow the screen's DPI; colours come from the palette.
 STYLE = """
 QLabel#pageTitle { font-size: 15pt; font-weight: 600; }
-QListWidget#sidebar { font-size: 11pt; }
-QListWidget#sidebar::item { padding: 6px 4px; }
+QListWidget#sidebar { font-size: 11pt; outline: 0; }
+QListWidget#sidebar::item { padding: 6px 4px; border: 0; }
+QListWidget#sidebar::item:selected { background: palette(highlight);
+                                     color: palette(highlighted-text); }
 QToolButton:checked { background: palette(highlight); color: palette(highlighted-text); }
 """
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QUrl, Signal
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -91,6 +92,8 @@ class SettingsPage(QWidget):
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.LanguageChange:
             self.retranslate()
+        elif event.type() == QEvent.Type.PaletteChange:
+            self.load()  # the log folder link takes its colour from the palette
         super().changeEvent(event)
 
     def retranslate(self) -> None:
@@ -131,8 +134,9 @@ class SettingsPage(QWidget):
                 self.task.addItem(task_text(kind), kind)
             self.task.setCurrentIndex(max(0, self.task.findData(s.default_task)))
             folder = paths().logs
-            self.log_link.setText(f'<a href="{QUrl.fromLocalFile(str(folder)).toString()}">'
-                                  f"{folder}</a>")
+            color = QApplication.palette().link().color().name()
+            self.log_link.setText(f'<a href="{QUrl.fromLocalFile(str(folder)).toString()}" '
+                                  f'style="color: {color}">{folder}</a>')
         finally:
             self._loading = False
 
