@@ -61,8 +61,14 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json(), indent=1))
         return 0
     if not result.items:
-        print("no model could be judged: " + ("; ".join(f"{m}: {r}" for m, r in result.skipped)
-                                              or "the catalog is empty"))
+        if result.skipped and all(r == "not listed" for _, r in result.skipped):
+            print(f"no model could be judged: the hub's listings were never fetched and "
+                  f"the hub cannot be reached now ({catalog.status}); connect once, then "
+                  "recommendations also work offline", file=sys.stderr)
+        else:
+            print("no model could be judged: " + ("; ".join(f"{m}: {r}" for m, r in
+                                                           result.skipped)
+                                                  or "the catalog is empty"), file=sys.stderr)
         return 1
     print(f"{'#':>2}  {'model':<40} {'quant':<11} {'fit':<18} {'decode':>9} {'TTFT':>7} "
           f"{'quality':<13} {'download':>9}")

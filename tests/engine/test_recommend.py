@@ -237,3 +237,15 @@ def test_cli_prints_one_json_document(market: tuple[HubServer, Path], catalog: C
     assert set(first) >= {"model", "quant", "spec", "fit", "predicted", "quality_tier",
                           "warnings", "download_bytes"}
     assert first["spec"].startswith("hf:test/")
+
+
+def test_cli_offline_and_never_listed_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.engine.hub_fixtures import go_offline
+
+    go_offline(monkeypatch)
+    rig_file = tmp_path / "rig.json"
+    rig_file.write_text(json.dumps({"schema": "loadout.inventory/1", **RIGS["24gb"]}))
+    assert main(["recommend", "--rig", str(rig_file)]) == 1
+    captured = capsys.readouterr()
+    assert "offline: never listed" in captured.err and captured.out == ""
