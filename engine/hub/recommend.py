@@ -101,6 +101,7 @@ class Recommendation:
     quality_tier: str
     bits: float
     warnings: tuple[str, ...]
+    speculative: str           # off / ngram / draft / mtp, as the plan chose for the task
     download_bytes: int
     score: float
     tier: int                  # 0 usable, 1 slow, 2 streams from disk, 3 does not fit
@@ -118,6 +119,7 @@ class Recommendation:
                               "ttft_s": round(self.ttft_s, 3)},
                 "context": self.context, "quality_tier": self.quality_tier,
                 "bits_per_weight": round(self.bits, 2), "warnings": list(self.warnings),
+                "speculative": self.speculative,
                 "download_bytes": self.download_bytes, "score": round(self.score, 3),
                 "kind": self.kind, "licence": self.licence,
                 "exact_profile": self.exact_profile}
@@ -230,12 +232,16 @@ def _evaluate(model: CatalogModel, option: QuantOption, reference: ModelProfile,
     fit = fit_badge(p)
     tier, score = _score(model, profile, task, p.predicted.decode_tps, fit)
     bits = bits_of(profile)
+    warnings = tuple(w.code.value for w in p.warnings)
+    if bits <= 3.1 and "low_bits_for_task" not in warnings:
+        warnings += ("low_bits",)  # below the quality cliff whatever the task
     return Recommendation(
         model_id=model.id, name=model.name, repo=model.repo, quant=option.quant,
         spec=option.spec, fit=fit, decode_tps=p.predicted.decode_tps,
         prefill_tps=p.predicted.prefill_tps, ttft_s=p.predicted.ttft_s, context=p.context,
         quality_tier=quality_tier(bits), bits=bits,
-        warnings=tuple(w.code.value for w in p.warnings), download_bytes=size, score=score,
+        warnings=warnings, speculative=p.speculative.mode.value, download_bytes=size,
+        score=score,
         tier=tier, kind=model.kind, licence=model.licence, exact_profile=exact, plan=p), profile
 
 

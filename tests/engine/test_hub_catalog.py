@@ -90,3 +90,16 @@ def test_offline_and_never_listed_says_so(tmp_path: Path,
     catalog = load_catalog(path=_write_catalog(tmp_path, ["org/A-GGUF"]))
     assert catalog.status == "offline: never listed"
     assert all(q.size_bytes is None for m in catalog.models for q in m.quants)
+
+
+def test_paginated_listings_are_followed(hub: HubServer, tmp_path: Path,
+                                         llama_gguf: Path) -> None:
+    from engine.hub.hubapi import list_files
+
+    hub.page_size = 2
+    names = [f"m-{q}.gguf" for q in ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16")]
+    for name in names:
+        hub.add_file("org/Paged-GGUF", name, llama_gguf)
+    files = list_files("org/Paged-GGUF")
+    assert sorted(f.path for f in files) == sorted(names)
+    assert sum(1 for _, p, _ in hub.requests if "/tree/" in p) == 3

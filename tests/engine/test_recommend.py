@@ -217,7 +217,11 @@ def test_low_bit_files_are_tiered_low_and_warned_for_agent_work(catalog: Catalog
     low = next(r for r in result.items if (r.model_id, r.quant) == ("dense-70b", "IQ2_XXS"))
     assert low.quality_tier == "low" and "low_bits_for_task" in low.warnings
     q8 = next(r for r in result.items if (r.model_id, r.quant) == ("mid-8b", "Q8_0"))
-    assert q8.quality_tier == "near_lossless"
+    assert q8.quality_tier == "near_lossless" and not {"low_bits", "low_bits_for_task"} & set(
+        q8.warnings)
+    chat = recommend(rig("24gb"), task="chat", catalog=catalog, all_quants=True)
+    low_chat = next(r for r in chat.items if (r.model_id, r.quant) == ("dense-70b", "IQ2_XXS"))
+    assert "low_bits" in low_chat.warnings
 
 
 def test_cli_prints_one_json_document(market: tuple[HubServer, Path], catalog: Catalog,
@@ -235,7 +239,7 @@ def test_cli_prints_one_json_document(market: tuple[HubServer, Path], catalog: C
     assert len(doc["recommendations"]) == 3
     first = doc["recommendations"][0]
     assert set(first) >= {"model", "quant", "spec", "fit", "predicted", "quality_tier",
-                          "warnings", "download_bytes"}
+                          "warnings", "download_bytes", "speculative"}
     assert first["spec"].startswith("hf:test/")
 
 
