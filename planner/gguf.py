@@ -138,26 +138,26 @@ class _Cursor:
 
     def skip_strings(self, count: int) -> None:
         """Skip ``count`` length-prefixed strings (token lists) without decoding them."""
-        done = 0
-        while done < count:
+        unpack = _U64.unpack_from
+        left = count
+        while left:
             buf, i = self._fill(8)
-            end = len(buf)
-            pos_in = i
-            unpack = _U64.unpack_from
-            while done < count and pos_in + 8 <= end:
-                n = unpack(buf, pos_in)[0]
-                if pos_in + 8 + n > end:
+            last = len(buf) - 8          # a length prefix must start at or before this
+            pos = i
+            while left and pos <= last:
+                nxt = pos + 8 + unpack(buf, pos)[0]
+                if nxt > last + 8:       # the string runs past this buffer
                     break
-                pos_in += 8 + n
-                done += 1
-            advanced = pos_in - i
-            self.pos += advanced
-            if done < count and advanced == 0:  # one string larger than the buffer
+                pos = nxt
+                left -= 1
+            if pos == i and left:        # one string larger than the buffer
                 n = self.u64()
                 if n > MAX_STRING:
                     raise GGUFError(f"string of {n} bytes in an array at offset {self.pos}")
                 self.skip(n)
-                done += 1
+                left -= 1
+            else:
+                self.pos += pos - i
 
 
 def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
