@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _executor: ProcessPoolExecutor | None = None
+_sent: tuple[int, ModelProfile] | None = None  # the key and profile the child holds
+_keys = 0
 
 
 def in_process_enabled() -> bool:
@@ -46,6 +48,26 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
 
     result = plan(inventory, profile, request)
     return result
+
+
+# In the child: the profiles it was sent, by key (a profile of 1,000 tensors takes
+# ~10 ms to pickle, so each is sent once, not with every request).
+_child_profiles: dict[int, ModelProfile] = {}
+
+
+class _ProfileMissing(LookupError):
+    """The child does not hold the profile (it was restarted): send it again."""
+
+
+def _plan_by_key(key: int, profile: ModelProfile | None, inventory: Inventory,
+                 request: Request) -> Any:
+    if profile is not None:
+        _child_profiles.clear()  # one model at a time
+        _child_profiles[key] = profile
+    held = _child_profiles.get(key)
+    if held is None:
+        raise _ProfileMissing(key)
+    return _plan(inventory, held, request)
 
 
 def _pool() -> ProcessPoolExecutor:
@@ -67,9 +89,9 @@ def start() -> None:
 
 def stop() -> None:
     """End the planning process (waits for a plan in progress)."""
-    global _executor
+    global _executor, _sent
     with _lock:
-        executor, _executor = _executor, None
+        executor, _executor, _sent = _executor, None, None
     if executor is not None:
         executor.shutdown(wait=True, cancel_futures=True)
 
@@ -78,9 +100,22 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
     """``planner.plan.plan`` in the planning process (or here, see the module doc)."""
     if not in_process_enabled():
         return _plan(inventory, profile, request)
+    global _sent, _keys
     try:
-        future: Future[Any] = _pool().submit(_plan, inventory, profile, request)
-        return future.result()
+        with _lock:
+            if _sent is not None and _sent[1] is profile:
+                key, payload = _sent[0], None
+            else:
+                _keys += 1
+                key, payload = _keys, profile
+                _sent = (key, profile)
+        pool = _pool()
+        with _lock:  # submitted in the order the keys were decided
+            future: Future[Any] = pool.submit(_plan_by_key, key, payload, inventory, request)
+        try:
+            return future.result()
+        except _ProfileMissing:
+            return pool.submit(_plan_by_key, key, profile, inventory, request).result()
     except BrokenProcessPool:
         log.warning("the planning process died; planning in this process instead")
         stop()
