@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 FIRST_FETCH = 1 << 20          # the first read of a header asks for 1 MiB
 MAX_STEP = 32 << 20            # a header grows by at most 32 MiB per request
+CHECK_AFTER_S = 6 * 3600.0     # a cached header older than this is checked (one HEAD)
 _SPLIT = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
@@ -86,7 +88,8 @@ class RemoteFileReader:
     """
 
     def __init__(self, repo: str, filename: str, revision: str = "main",
-                 timeout: float = hubapi.DEFAULT_TIMEOUT_S) -> None:
+                 timeout: float = hubapi.DEFAULT_TIMEOUT_S,
+                 max_age_s: float = CHECK_AFTER_S) -> None:
         self.repo = repo
         self.filename = filename
         self.revision = revision
@@ -99,17 +102,29 @@ class RemoteFileReader:
         key = _key(repo, filename, revision)
         self._meta_path = folder / f"{key}.json"
         self._prefix_path = folder / f"{key}.head"
-        self.size, self.sha256 = self._load_meta()
+        self.size, self.sha256 = self._load_meta(max_age_s)
         self._prefix = bytearray(self._prefix_path.read_bytes()) if self._prefix_path.exists() \
             else bytearray()
 
-    def _load_meta(self) -> tuple[int, str | None]:
+    def _load_meta(self, max_age_s: float) -> tuple[int, str | None]:
+        cached: tuple[int, str | None, float] | None = None
         try:
             doc = json.loads(self._meta_path.read_text())
-            return int(doc["size"]), doc.get("sha256")
+            cached = int(doc["size"]), doc.get("sha256"), float(doc.get("checked_at", 0.0))
         except (OSError, ValueError, KeyError, TypeError):
             pass
-        meta = self._head()
+        if cached is not None and (hubapi.is_offline() or time.time() - cached[2] < max_age_s):
+            return cached[0], cached[1]
+        try:  # first read, or a cached header old enough to check it is still current
+            meta = self._head()
+        except HubOfflineError:
+            if cached is None:
+                raise
+            return cached[0], cached[1]
+        if cached is not None and (cached[0], cached[1]) != (meta.size, meta.etag):
+            log.info("hf:%s/%s changed on the hub; its header is read again",
+                     self.repo, self.filename)
+            self._prefix_path.unlink(missing_ok=True)
         self._save_meta(meta.size, meta.etag)
         return meta.size, meta.etag
 
@@ -125,7 +140,7 @@ class RemoteFileReader:
     def _save_meta(self, size: int, sha256: str | None) -> None:
         self._meta_path.parent.mkdir(parents=True, exist_ok=True)
         doc = {"repo": self.repo, "filename": self.filename, "revision": self.revision,
-               "size": size, "sha256": sha256}
+               "size": size, "sha256": sha256, "checked_at": time.time()}
         self._meta_path.write_text(json.dumps(doc))
 
     def _fetch(self, start: int, length: int) -> bytes:
@@ -182,13 +197,15 @@ class RemoteRead:
     shards: tuple[str, ...]
 
 
-def read_remote(spec: str | HubSpec,
-                timeout: float = hubapi.DEFAULT_TIMEOUT_S) -> RemoteRead:
+def read_remote(spec: str | HubSpec, timeout: float = hubapi.DEFAULT_TIMEOUT_S,
+                max_age_s: float = CHECK_AFTER_S) -> RemoteRead:
     """Read the profile of a hub GGUF (all shards of a split one) from its headers.
 
     Args:
         spec: ``hf:OWNER/REPO/FILE.gguf`` (any shard of a split model) or a :class:`HubSpec`.
         timeout: seconds per network operation.
+        max_age_s: a cached header older than this is checked against the hub (a file
+            re-uploaded under the same name is read again); offline, the cache is used.
 
     Raises:
         BadSpecError: a malformed spec.
@@ -200,7 +217,7 @@ def read_remote(spec: str | HubSpec,
 
     hub = parse_spec(spec) if isinstance(spec, str) else spec
     names = shard_names(hub.filename)
-    readers = [RemoteFileReader(hub.repo, n, hub.revision, timeout) for n in names]
+    readers = [RemoteFileReader(hub.repo, n, hub.revision, timeout, max_age_s) for n in names]
     first, rest = readers[0], readers[1:]
     profile = read_profile(first.read_at, first.size,
                            extra_shards=[(r.read_at, r.size) for r in rest])

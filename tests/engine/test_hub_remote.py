@@ -69,6 +69,21 @@ def test_second_read_comes_from_the_cache_even_offline(
     assert len(hub.requests) == requests
 
 
+def test_a_file_replaced_on_the_hub_is_read_again_once_the_cache_is_old(
+        hub: HubServer, llama_gguf: Path, moe_gguf: Path) -> None:
+    hub.add_file("someone/Tiny-GGUF", "tiny-F16.gguf", llama_gguf)
+    assert read_remote("hf:someone/Tiny-GGUF/tiny-F16.gguf").profile.architecture == "llama"
+    hub.add_file("someone/Tiny-GGUF", "tiny-F16.gguf", moe_gguf)  # re-uploaded
+    recent = read_remote("hf:someone/Tiny-GGUF/tiny-F16.gguf")
+    assert recent.profile.architecture == "llama" and recent.bytes_fetched == 0
+    checked = read_remote("hf:someone/Tiny-GGUF/tiny-F16.gguf", max_age_s=0)
+    assert checked.profile.architecture == "qwen3moe"
+    assert checked.profile == _local_profile(moe_gguf)
+    asked = len(hub.requests)  # unchanged: one HEAD confirms the cache, no bytes move
+    again = read_remote("hf:someone/Tiny-GGUF/tiny-F16.gguf", max_age_s=0)
+    assert again.bytes_fetched == 0 and len(hub.requests) == asked + 1
+
+
 def test_offline_with_nothing_cached_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     go_offline(monkeypatch)
     with pytest.raises(HubOfflineError, match="offline"):
