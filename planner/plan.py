@@ -24,7 +24,7 @@ from planner.request import Request, Role, SpecMode, TaskKind
 from planner.roles import GpuRole, candidate_roles, with_role
 from planner.speculation import choose_spec
 from planner.speed import CONSTANTS, DISK, HOST, NO_SPEC, SpecOutcome, Speed
-from planner.trials import Context, Trial, exact, trial
+from planner.trials import N_UBATCH_SPILLED, Context, Trial, exact, trial
 
 log = logging.getLogger(__name__)
 
@@ -206,11 +206,48 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
             decisions.append(Note(Code.CONTEXT_TRAIN_LIMIT, (("train", cap),)))
         elif best.context < GOOD_CONTEXT:
             warnings.append(Note(Code.CONTEXT_BELOW_32K, (("context", best.context),)))
-    if exact_check:
-        best = exact(ctx, best)
+    if exact_check:  # the real plan; what-ifs skip these refinements
+        best = exact(ctx, _bigger_ubatch(ctx, best))
+        decisions.append(_kv_note(ctx, best))
     speed = replace(best.speed, decode_tps=best.speed.decode_tps * spec.tokens_per_step
                     / spec.step_cost, spec=spec)
     return _assemble(ctx, best, speed, decisions, warnings, exact_check)
+
+
+def _kv_note(ctx: Context, best: Trial) -> Note:
+    """Why this KV type, with the trade-off in numbers when it is not f16."""
+    if ctx.request.kv_type:
+        return Note(Code.KV_USER, (("kv_type", best.kv_type),))
+    if best.kv_type == "f16":
+        return Note(Code.KV_F16, (("kv_type", "f16"),))
+    f16 = trial(ctx, best.roles, "f16", best.context, best.config.load_mtp)
+    f16_fits = _all_resident(f16) or (f16.runnable and not f16.gpu_over and _same_tiers(
+        f16, best))
+    q8 = best.kv_type == "q8_0"
+    if f16_fits:
+        code = Code.KV_Q8_0_BUYS_CONTEXT if q8 else Code.KV_Q4_0_BUYS_CONTEXT
+    else:
+        code = Code.KV_Q8_0_KEEPS_GPU if q8 else Code.KV_Q4_0_KEEPS_GPU
+    return Note(code, (("kv_type", best.kv_type),
+                       ("decode_tps", round(best.speed.decode_tps, 2)),
+                       ("f16_decode_tps", round(f16.speed.decode_tps, 2)),
+                       ("quality", "near_lossless" if q8 else "small_loss")))
+
+
+def _bigger_ubatch(ctx: Context, best: Trial) -> Trial:
+    """With weights in RAM and a GPU, prefill copies them over PCIe per micro-batch: a
+    larger micro-batch pays that copy 4x less often, if its buffers still fit."""
+    pl = best.layout.placement
+    on_gpu = any(d != HOST for d in pl.layer_devices)
+    spilled = any(d == HOST for d in pl.layer_devices) or any(
+        d == HOST for d in pl.expert_devices)
+    if not (on_gpu and spilled):
+        return best
+    t = trial(ctx, best.roles, best.kv_type, best.context, best.config.load_mtp,
+              exact_memory=True, n_ubatch=N_UBATCH_SPILLED)
+    if _same_tiers(t, best) and t.runnable and not t.gpu_over:
+        return t
+    return best
 
 
 def _kv_choice(ctx: Context, roles: tuple[GpuRole, ...], context: int) -> Trial:
@@ -300,11 +337,6 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
     devices = devices_of(inventory, profile, best)
     spills = spills_of(profile, best, speed)
     reasons, fits = reasons_of(profile, best, speed, MIN_RUNNABLE_TPS)
-    decisions.append(Note(Code.KV_USER if request.kv_type else Code.KV_F16
-                          if best.kv_type == "f16" else
-                          (Code.KV_Q8_0_KEEPS_GPU if best.kv_type == "q8_0"
-                           else Code.KV_Q4_0_KEEPS_GPU),
-                          (("kv_type", best.kv_type),)))
     warnings += _warnings(profile, request, best, speed)
     plan_ = Plan(
         fits=fits, reasons=reasons, roles=best.roles, devices=devices, context=best.context,

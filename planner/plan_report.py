@@ -77,13 +77,13 @@ def spills_of(profile: ModelProfile, trial: Trial, speed: Speed) -> tuple[Spill,
         out = []
         cpu_layers = [i for i, d in enumerate(placement.layer_devices) if d == HOST]
         exp_layers = list(trial.layout.expert_host_layers)
-        total = (sum(profile.layers[i].total_bytes for i in cpu_layers)
-                 + sum(profile.layers[i].bytes_of(TensorKind.EXPERTS) for i in exp_layers))
-        for kind, layers, nbytes in (
-                (Code.LAYERS_TO_RAM, cpu_layers,
-                 sum(profile.layers[i].total_bytes for i in cpu_layers)),
-                (Code.EXPERTS_TO_RAM, exp_layers,
-                 sum(profile.layers[i].bytes_of(TensorKind.EXPERTS) for i in exp_layers))):
+        costs = trial.costs
+        assert costs is not None
+        layer_bytes = sum(costs.core[i] + costs.expert[i] for i in cpu_layers)
+        expert_bytes = sum(costs.expert[i] for i in exp_layers)
+        total = layer_bytes + expert_bytes
+        for kind, layers, nbytes in ((Code.LAYERS_TO_RAM, cpu_layers, layer_bytes),
+                                     (Code.EXPERTS_TO_RAM, exp_layers, expert_bytes)):
             if layers:
                 share = nbytes / total if total else 0.0
                 out.append(Spill(kind, tuple(ranges(layers)), nbytes, HOST,

@@ -68,10 +68,11 @@ def rescaled(profile: ModelProfile, file_type: str) -> ModelProfile:
     """
     ratio = NOMINAL_BITS[file_type] / bits_of(profile)
 
-    def scale(t: TensorInfo) -> int:
-        return t.nbytes if t.ggml_type == "F32" else int(t.nbytes * ratio)
-
-    tensors = tuple(replace(t, nbytes=scale(t)) for t in profile.tensors)
+    tensors = tuple(
+        t if t.ggml_type == "F32" else
+        TensorInfo(t.name, file_type, t.shape, int(t.nbytes * ratio), t.offset, t.layer,
+                   t.kind, t.shard)
+        for t in profile.tensors)
     layers = tuple(_scaled_layer(layer, ratio) for layer in profile.layers)
     return replace(
         profile, file_type=file_type, tensors=tensors, layers=layers,

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 KV_QUALITY = {"f16": 1.0, "q8_0": 0.98, "q4_0": 0.93}
 N_UBATCH = 512
+N_UBATCH_SPILLED = 2048   # host weights cross PCIe once per micro-batch in prefill
 MARGIN = 64 << 20
 
 
@@ -49,6 +50,7 @@ class Context:
     iquant: bool
     fixed: dict[str, int] = field(default_factory=dict)   # compute + overhead per device
     extra: dict[str, int] = field(default_factory=dict)   # learned from exact checks
+    costs: dict[tuple[str, int, int, int, bool], LayerCosts] = field(default_factory=dict)
 
     @staticmethod
     def of(inventory: Inventory, profile: ModelProfile, request: Request,
@@ -56,7 +58,7 @@ class Context:
         """A context; ``like`` (a context of the same profile) lends its tables."""
         if like is not None and like.profile is profile:
             return Context(inventory, profile, request, like.table, like.bits_per_weight,
-                           like.iquant, dict(like.fixed))
+                           like.iquant, dict(like.fixed), costs=like.costs)
         return Context(inventory, profile, request, layer_table(profile),
                        profile.bits_per_weight, is_iquant(profile))
 
@@ -89,10 +91,12 @@ def host_budget(inventory: Inventory, request: Request) -> int:
     return max(0, inventory.host.ram_available_bytes - request.host_reserve_bytes)
 
 
-def _config(ctx: Context, kv: str, context: int, load_mtp: bool) -> MemoryConfig:
+def _config(ctx: Context, kv: str, context: int, load_mtp: bool,
+            n_ubatch: int = N_UBATCH) -> MemoryConfig:
     n_seq = ctx.request.parallel
     return MemoryConfig(n_ctx=context * n_seq, n_seq=n_seq, type_k=kv, type_v=kv,
-                        flash_attn=True, n_batch=2048, n_ubatch=N_UBATCH, load_mtp=load_mtp)
+                        flash_attn=True, n_batch=max(2048, n_ubatch), n_ubatch=n_ubatch,
+                        load_mtp=load_mtp)
 
 
 def _fixed(ctx: Context, config: MemoryConfig, gpus: tuple[GpuRole, ...]) -> dict[str, int]:
@@ -134,7 +138,8 @@ def _quick_memory(ctx: Context, costs: LayerCosts, layout: Layout,
 
 
 def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
-          load_mtp: bool = False, exact_memory: bool = False) -> Trial:
+          load_mtp: bool = False, exact_memory: bool = False,
+          n_ubatch: int = N_UBATCH) -> Trial:
     """Place and price one arrangement.
 
     Args:
@@ -143,8 +148,12 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
     """
     inventory, profile, request = ctx.inventory, ctx.profile, ctx.request
     gpus = active(roles)
-    config = _config(ctx, kv, context, load_mtp)
-    costs = layer_costs(ctx.table, kv, config.n_ctx, config.n_seq, request.depth, load_mtp)
+    config = _config(ctx, kv, context, load_mtp, n_ubatch)
+    key = (kv, config.n_ctx, config.n_seq, request.depth, load_mtp)
+    costs = ctx.costs.get(key)
+    if costs is None:
+        costs = ctx.costs[key] = layer_costs(ctx.table, kv, config.n_ctx, config.n_seq,
+                                             request.depth, load_mtp)
     budgets = {g.device: g.budget_bytes for g in gpus}
     fixed = _fixed(ctx, config, gpus)
     if request.pins_placement:
@@ -200,5 +209,6 @@ def exact(ctx: Context, t: Trial) -> Trial:
             return checked
         for dev, excess in over.items():
             ctx.extra[dev] = ctx.extra.get(dev, 0) + excess + MARGIN
-        t = trial(ctx, t.roles, t.kv_type, t.context, t.config.load_mtp)
+        t = trial(ctx, t.roles, t.kv_type, t.context, t.config.load_mtp,
+                  n_ubatch=t.config.n_ubatch)
     return replace(checked)
