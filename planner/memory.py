@@ -146,8 +146,12 @@ def kv_bytes_per_cell(profile: ModelProfile, type_k: str = "f16", type_v: str = 
     return total
 
 
-def kv_layer_bytes(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig) -> int:
-    """KV (or recurrent-state) bytes of one layer under ``config``."""
+def kv_layer_bytes(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig,
+                   v_width_max: int | None = None) -> int:
+    """KV (or recurrent-state) bytes of one layer under ``config``.
+
+    ``v_width_max`` (the widest V row of the model) may be passed to save recomputing it.
+    """
     if layer.kind == LayerKind.RECURRENT:
         return layer.recurrent_state_bytes * max(1, config.n_seq)
     if layer.n_head_kv == 0:
@@ -157,8 +161,10 @@ def kv_layer_bytes(profile: ModelProfile, layer: LayerProfile, config: MemoryCon
     k = ggml_type(config.type_k).row_bytes(layer.n_head_kv * layer.head_dim_k) * cells
     if not layer.head_dim_v:
         return k
-    width = (layer.n_head_kv * layer.head_dim_v if config.flash_attn
-             else _v_width_max(profile))
+    if config.flash_attn:
+        width = layer.n_head_kv * layer.head_dim_v
+    else:
+        width = _v_width_max(profile) if v_width_max is None else v_width_max
     return k + ggml_type(config.type_v).row_bytes(width) * cells
 
 
@@ -220,6 +226,7 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
     weights = dict.fromkeys(devices, 0)
     kv = dict.fromkeys(devices, 0)
     layers_of: dict[str, list[LayerProfile]] = {d: [] for d in devices}
+    v_max = _v_width_max(profile)
     weights[HOST] += profile.token_embd_bytes + profile.other_bytes
     weights[placement.output_device] += profile.output_bytes
     if placement.output_device != HOST and profile.tied_output:
@@ -232,7 +239,7 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
         exp_dev = placement.expert_devices[i] if placement.expert_devices else dev
         weights[dev] += la.bytes_of(*_NON_EXPERT)
         weights[exp_dev] += la.bytes_of(TensorKind.EXPERTS)
-        kv[dev if config.offload_kqv else HOST] += kv_layer_bytes(profile, la, config)
+        kv[dev if config.offload_kqv else HOST] += kv_layer_bytes(profile, la, config, v_max)
         if la.kind != LayerKind.NEXTN:
             layers_of[dev].append(la)
     compute = _compute(profile, config, size, placement, devices, layers_of)
