@@ -27,6 +27,7 @@ from huggingface_hub import constants
 
 from engine.hub import hubapi
 from engine.hub.errors import BadSpecError, HubOfflineError, IntegrityError, NotEnoughDiskError
+from engine.hub.locks import exclusive
 from engine.hub.pullspec import choose_files, parse_pull_spec
 from engine.paths import paths
 
@@ -197,6 +198,7 @@ def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
         NotEnoughDiskError: less free space than the remaining bytes (nothing written).
         IntegrityError: a file's sha256 differs from the hub's (the file is removed).
         HubOfflineError: the hub cannot be reached (partial files kept for a resume).
+        DownloadInProgressError: the same download runs elsewhere right now.
     """
     if isinstance(plan, str):
         plan = plan_download(plan, destination, timeout)
@@ -204,6 +206,12 @@ def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
         raise NotEnoughDiskError(
             f"{plan.repo}: {plan.remaining_bytes / 1e9:.1f} GB to download but only "
             f"{plan.free_bytes / 1e9:.1f} GB free in {plan.items[0].partial.parent}")
+    with exclusive(plan.items[0].partial):
+        return _download_locked(plan, progress, cancel, timeout)
+
+
+def _download_locked(plan: DownloadPlan, progress: ProgressCallback | None,
+                     cancel: threading.Event | None, timeout: float) -> DownloadResult:
     meter = _Meter(plan, progress)
     for index, item in enumerate(plan.items):
         meter.file_index = index

@@ -31,3 +31,7 @@ class NotEnoughDiskError(HubError, OSError):
 
 class LibraryError(HubError, PermissionError):
     """A library action that is refused (e.g. deleting a file another tool owns)."""
+
+
+class DownloadInProgressError(HubError, BlockingIOError):
+    """The same file is being downloaded right now (by this or another Loadout process)."""

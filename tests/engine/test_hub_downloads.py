@@ -19,7 +19,13 @@ from engine.hub.downloads import (
     plan_download,
     with_free_bytes,
 )
-from engine.hub.errors import HubNotFoundError, HubOfflineError, IntegrityError, NotEnoughDiskError
+from engine.hub.errors import (
+    DownloadInProgressError,
+    HubNotFoundError,
+    HubOfflineError,
+    IntegrityError,
+    NotEnoughDiskError,
+)
 from engine.paths import paths
 from tests.engine.hub_fixtures import go_offline, hub_fixture  # noqa: F401
 from tests.helpers.hub_server import HubServer, write_split_llama
@@ -164,3 +170,45 @@ def test_offline_fails_at_once_with_a_clear_message(monkeypatch: pytest.MonkeyPa
     go_offline(monkeypatch)
     with pytest.raises(HubOfflineError, match="offline"):
         download(f"{REPO}:Q4_K_M")
+
+
+def test_one_writer_per_download_stale_locks_are_taken_over(
+        hub: HubServer, big_file: Path) -> None:
+    import subprocess
+    import sys
+
+    hub.add_file(REPO, NAME, big_file)
+    plan = plan_download(f"{REPO}:Q4_K_M")
+    lock = plan.items[0].partial.with_name(plan.items[0].partial.name + ".lock")
+    lock.parent.mkdir(parents=True)
+    lock.write_text(str(os.getppid()))  # a live process holds it
+    with pytest.raises(DownloadInProgressError, match="process"):
+        download(plan)
+    assert hub.served(NAME) == 0 and lock.exists()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    lock.write_text(gone)  # left by a process that has exited
+    assert download(plan).status is Status.COMPLETE
+    assert not lock.exists()
+
+
+def test_the_same_download_twice_in_one_process_is_refused(
+        hub: HubServer, big_file: Path) -> None:
+    hub.add_file(REPO, NAME, big_file)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(progress: Progress) -> None:
+        started.set()
+        release.wait(10)
+
+    worker = threading.Thread(target=download, args=(f"{REPO}:Q4_K_M",),
+                              kwargs={"progress": slow})
+    worker.start()
+    try:
+        assert started.wait(10)
+        with pytest.raises(DownloadInProgressError, match="already"):
+            download(f"{REPO}:Q4_K_M")
+    finally:
+        release.set()
+        worker.join(10)
+    assert _sha(paths().models / REPO / NAME) == _sha(big_file)
