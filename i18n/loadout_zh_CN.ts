@@ -744,6 +744,10 @@
         <translation>没有计划：规划器因错误而停止（见提示信息）。</translation>
     </message>
     <message>
+        <source>time to first token ({tokens}-token prompt)</source>
+        <translation>首 token 时间（{tokens} token 的提示）</translation>
+    </message>
+    <message>
         <source>Auto</source>
         <translation>自动</translation>
     </message>

@@ -744,6 +744,10 @@
         <translation>沒有計畫：規劃器因錯誤而停止（見提示訊息）。</translation>
     </message>
     <message>
+        <source>time to first token ({tokens}-token prompt)</source>
+        <translation>首個 token 時間（{tokens} token 的提示）</translation>
+    </message>
+    <message>
         <source>Auto</source>
         <translation>自動</translation>
     </message>

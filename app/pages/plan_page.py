@@ -342,6 +342,9 @@ class PlanPage(QWidget):
         self.speed_values[0].setText(fmt_tps(pred.decode_tps))
         self.speed_values[1].setText(fmt_tps(pred.prefill_tps))
         self.speed_values[2].setText(fmt_seconds(pred.ttft_s))
+        if pred.prompt_tokens:
+            self.speed_names[2].setText(self.tr("time to first token ({tokens}-token prompt)")
+                                        .format(tokens=pred.prompt_tokens))
         fits = bool(doc.get("fits", False))
         summary = self.tr("Fits. Context {context} per sequence × {parallel}, KV {kv}, "
                           "speculation {spec}.") if fits else self.tr(
