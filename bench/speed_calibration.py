@@ -187,7 +187,40 @@ def request(row: Row) -> Request:
                    draft_profile=draft, advise=False, host_reserve_bytes=2 * GB)
 
 
+GGUF_TYPES = {"Q4_K_M": "Q4_K", "Q4_0": "Q4_0", "F16": "F16", "Q8_0": "Q8_0"}
+
+
+def gguf_profile(row: Row, folder: Path) -> Any:
+    """The profile read back from a header-only GGUF of the row's shape (dense llama-style
+    and qwen3moe shapes, single-type files), or None for other shapes."""
+    from engine.gguf_file import load_profile
+    from tests.helpers.gguf_factory import Shape, write_llama, write_qwen3moe
+
+    s, wt = row.shape, GGUF_TYPES.get(row.quant)
+    if wt is None or s.arch not in ("llama", "qwen2", "qwen3moe") or (s.n_expert and \
+            s.arch != "qwen3moe"):
+        return None
+    shape = Shape(n_layers=s.n_layers, n_embd=s.n_embd, n_head=s.n_head,
+                  n_head_kv=s.n_head_kv, head_dim=s.head_dim, n_ff=s.n_ff or 256,
+                  n_vocab=s.n_vocab, n_ctx_train=s.n_ctx_train, n_expert=s.n_expert,
+                  n_expert_used=s.n_expert_used, n_ff_exp=s.n_ff_exp, weight_type=wt)
+    path = folder / f"{s.name}-{wt}.gguf"
+    if not path.exists():
+        writer = write_qwen3moe if s.n_expert else write_llama
+        writer(path, shape, header_only=True)
+    return load_profile(path)
+
+
 def main() -> int:
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--gguf", action="store_true",
+                        help="also plan header-only GGUFs of the shapes the test factory "
+                             "writes (read back by the GGUF reader), as a cross-check")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="loadout-cal-"))
     with open(CSV, encoding="utf-8") as f:
         published = {r["id"]: r for r in csv.DictReader(f)}
     errors: dict[str, float] = {}
@@ -206,6 +239,12 @@ def main() -> int:
               f"{predicted:>10.2f}{err * 100:>7.0f}%  {where}"
               + (f" [{p.speculative.mode.value}:{p.speculative.draft_tokens}]"
                  if p.speculative.draft_tokens else ""))
+        if args.gguf:
+            read = gguf_profile(row, folder)
+            if read is not None:
+                q = plan(rig(row), read, request(row))
+                print(f"{'  (GGUF header, ' + str(len(read.tensors)) + ' tensors)':<66}"
+                      f"{q.predicted.decode_tps:>10.2f}  file {read.file_bytes / 1e9:.2f} GB")
     med = statistics.median(abs(e) for e in errors.values())
     print(f"\nmedian absolute error: {med * 100:.1f}% over {len(errors)} rows "
           f"(target <= {TARGET_MEDIAN * 100:.0f}%)")
