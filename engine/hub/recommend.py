@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
@@ -33,6 +34,7 @@ from planner.request import Request, TaskKind
 
 log = logging.getLogger(__name__)
 
+PARALLEL_HEADERS = 6        # hub headers read at once on a first run
 USABLE_TPS: dict[str, float] = {"chat": 10.0, "code": 15.0, "agent": 15.0, "math": 10.0,
                                 "creative": 8.0}
 
@@ -247,16 +249,19 @@ def _evaluate(model: CatalogModel, option: QuantOption, reference: ModelProfile,
 
 def recommend(inventory: Inventory, task: str = "chat", catalog: Catalog | None = None,
               profiles: ProfileSource | None = None, all_quants: bool = False,
-              limit: int | None = None) -> Recommendations:
+              limit: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> Recommendations:
     """Rank the catalog's (model, quantization) choices for ``inventory`` and ``task``.
 
     Args:
         inventory: this machine (``engine.hardware.detect()``) or a rig file's.
         task: chat / code / agent / math / creative.
         catalog: the catalog (default: :func:`load_catalog`, refreshed when online).
-        profiles: where model profiles come from (default: hub headers, cached).
+        profiles: where model profiles come from (default: hub headers, cached; several
+            are read at once).
         all_quants: list every quantization, not only the best one per model.
         limit: at most this many choices.
+        progress: called with (models judged, models in the catalog).
 
     Returns:
         Ranked choices; models that could not be judged (no listing, unreadable header,
@@ -264,29 +269,38 @@ def recommend(inventory: Inventory, task: str = "chat", catalog: Catalog | None 
     """
     task = TaskKind(task).value
     catalog = catalog or load_catalog()
-    profiles = profiles or hub_profiles()
+    source = profiles or hub_profiles()
     ranked: list[Recommendation] = []
     skipped: list[tuple[str, str]] = []
-    for model in catalog.models:
-        options = model.available
-        if not options:
-            skipped.append((model.id, "not listed" if model.listed_at is None
-                            else "none of its quantizations is on the hub"))
-            continue
-        try:
-            reference = profiles(model)
-        except (HubError, PlannerError) as exc:
-            skipped.append((model.id, str(exc)))
-            continue
-        evaluated = [_evaluate(model, o, reference, inventory, task) for o in options]
-        choices = [c for c, _ in evaluated]
-        if all_quants:
-            ranked += choices
-            continue
-        pick = choose([(prof, c.fit is not Fit.DOES_NOT_FIT, c.fit is Fit.STREAMS_FROM_DISK,
-                        c.decode_tps) for c, prof in evaluated], USABLE_TPS[task])
-        ranked.append(choices[pick.index])
+    with ThreadPoolExecutor(max_workers=PARALLEL_HEADERS) as pool:
+        pending = {m.id: pool.submit(source, m) for m in catalog.models if m.available}
+        for done, model in enumerate(catalog.models, 1):
+            if progress is not None:
+                progress(done - 1, len(catalog.models))
+            if model.id not in pending:
+                skipped.append((model.id, "not listed" if model.listed_at is None
+                                else "none of its quantizations is on the hub"))
+                continue
+            try:
+                reference = pending[model.id].result()
+            except (HubError, PlannerError) as exc:
+                skipped.append((model.id, str(exc)))
+                continue
+            ranked += _choices(model, reference, inventory, task, all_quants)
+    if progress is not None:
+        progress(len(catalog.models), len(catalog.models))
     ranked.sort(key=lambda r: (r.tier, -r.score))
     return Recommendations(task=task, items=tuple(ranked[:limit] if limit else ranked),
                            skipped=tuple(skipped), catalog_status=catalog.status)
 
+
+def _choices(model: CatalogModel, reference: ModelProfile, inventory: Inventory, task: str,
+             all_quants: bool) -> list[Recommendation]:
+    """Every quantization of ``model`` (all_quants), else the one the planner would pick."""
+    evaluated = [_evaluate(model, o, reference, inventory, task) for o in model.available]
+    choices = [c for c, _ in evaluated]
+    if all_quants:
+        return choices
+    pick = choose([(prof, c.fit is not Fit.DOES_NOT_FIT, c.fit is Fit.STREAMS_FROM_DISK,
+                    c.decode_tps) for c, prof in evaluated], USABLE_TPS[task])
+    return [choices[pick.index]]

@@ -55,8 +55,13 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog(refresh=not args.offline,
                            path=Path(args.catalog) if args.catalog else None)
     print(f"catalog: {catalog.status}", file=sys.stderr)
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            end = "\n" if done == total else ""
+            print(f"\rjudging models {done}/{total}", end=end, file=sys.stderr, flush=True)
+
     result = recommend(inventory, task=args.task, catalog=catalog, all_quants=args.all_quants,
-                       limit=args.limit)
+                       limit=args.limit, progress=progress)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
         return 0

@@ -207,7 +207,10 @@ def test_task_ratings_reorder_otherwise_equal_models(
         market: tuple[HubServer, Path], catalog: Catalog) -> None:
     rated = load_catalog(path=market[1].with_name("rated.json"))
     for task, first in (("code", "coder-8b"), ("creative", "writer-8b")):
-        items = recommend(rig("24gb"), task=task, catalog=rated).items
+        seen: list[tuple[int, int]] = []
+        items = recommend(rig("24gb"), task=task, catalog=rated,
+                          progress=lambda d, t, seen=seen: seen.append((d, t))).items
+        assert seen == [(0, 2), (1, 2), (2, 2)]
         assert items[0].model_id == first
         assert items[0].decode_tps == items[1].decode_tps
 
