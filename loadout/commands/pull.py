@@ -16,8 +16,11 @@ from typing import Any
 
 def register(sub: Any) -> None:
     p = sub.add_parser("pull", help="download a model from the hub (resumable, verified)")
-    p.add_argument("spec", help="OWNER/REPO[:QUANT] (e.g. unsloth/Qwen3-8B-GGUF:Q4_K_M) or "
-                                "hf:OWNER/REPO/FILE.gguf")
+    p.add_argument("spec", nargs="?", default=None,
+                   help="OWNER/REPO[:QUANT] (e.g. unsloth/Qwen3-8B-GGUF:Q4_K_M) or "
+                        "hf:OWNER/REPO/FILE.gguf")
+    p.add_argument("--pending", action="store_true",
+                   help="list paused or interrupted downloads (resume with the same spec)")
     p.add_argument("--to", choices=("models", "hub-cache"), default="models",
                    help="Loadout's model folder (default) or the shared Hugging Face cache")
     p.add_argument("--discard", action="store_true",
@@ -50,9 +53,30 @@ class _Bar:
         sys.stderr.flush()
 
 
+def _pending(as_json: bool) -> int:
+    from engine.hub.downloads import pending_downloads
+
+    found = pending_downloads()
+    if as_json:
+        print(json.dumps({"schema": "loadout.pending/1", "downloads": [
+            {"spec": f"hf:{d.repo}/{d.path}", "have_bytes": d.have_bytes, "size": d.size,
+             "partial": str(d.partial), "target": str(d.target)} for d in found]}))
+        return 0
+    for d in found:
+        print(f"hf:{d.repo}/{d.path}  {d.have_bytes / 1e9:.2f}/{d.size / 1e9:.2f} GB")
+    if not found:
+        print("no paused downloads", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from engine.hub.downloads import Destination, Status, discard, download, plan_download
 
+    if args.pending:
+        return _pending(args.json)
+    if args.spec is None:
+        print("loadout pull: error: give OWNER/REPO[:QUANT] (or --pending)", file=sys.stderr)
+        return 2
     plan = plan_download(args.spec, Destination(args.to), timeout=args.timeout)
     if args.discard:
         freed = discard(plan)

@@ -35,3 +35,24 @@ def test_pull_offline_fails_fast_with_a_message(
     assert time.monotonic() - started < 5
     captured = capsys.readouterr()
     assert "offline" in captured.err and captured.out == ""
+
+
+def test_pull_pending_lists_paused_downloads(
+        hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import threading
+
+    from engine.hub.downloads import download
+
+    big = tmp_path / "big-Q4_K_M.gguf"
+    big.write_bytes(os.urandom(4 << 20))
+    hub.add_file("org/Big-GGUF", big.name, big)
+    stop = threading.Event()
+    download("org/Big-GGUF:Q4_K_M", progress=lambda p: stop.set(), cancel=stop)
+    assert main(["pull", "--pending", "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["downloads"]
+    assert entry["spec"] == "hf:org/Big-GGUF/big-Q4_K_M.gguf"
+    assert 0 < entry["have_bytes"] < entry["size"] == big.stat().st_size
+    assert main(["pull", entry["spec"], "--json"]) == 0  # resumes
+    assert json.loads(capsys.readouterr().out)["bytes_downloaded"] == \
+        entry["size"] - entry["have_bytes"]
