@@ -285,9 +285,10 @@ def _fetch_file(item: DownloadItem, meter: _Meter, cancel: threading.Event | Non
                 drops += 1
                 out.flush()
                 have = out.tell()  # every byte written is also in the digest
-                if drops > RETRIES:
+                if drops > RETRIES or hubapi.is_offline():
                     raise
                 log.warning("%s: connection lost at %d bytes; resuming", remote.path, have)
+                time.sleep(min(2.0, 0.25 * drops))
     if cancel is not None and cancel.is_set() and have < remote.size:
         return False
     _verify(item, digest.hexdigest())
