@@ -170,12 +170,18 @@ def _code_entry(entry: Any, warning: bool) -> Message:
 
 
 def messages(plan: Any) -> tuple[Message, ...]:
-    """Warnings first, then reasons, as codes with fields."""
+    """Warnings first, then reasons and decisions, as codes with fields (each code once)."""
     doc = plan_document(plan)
     warnings = [_code_entry(w, True) for w in doc.get("warnings", [])]
     reasons = [_code_entry(r, False) for r in doc.get("reasons", [])]
     decisions = [_code_entry(r, False) for r in doc.get("decisions", [])]
-    return tuple(warnings + reasons + decisions)
+    seen: set[str] = set()
+    out = []
+    for message in warnings + reasons + decisions:  # each code once; a warning wins
+        if message.code not in seen:
+            seen.add(message.code)
+            out.append(message)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -748,6 +748,10 @@
         <translation>首 token 时间（{tokens} token 的提示）</translation>
     </message>
     <message>
+        <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
+        <translation>只能靠从磁盘读取来运行。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
+    </message>
+    <message>
         <source>Auto</source>
         <translation>自动</translation>
     </message>

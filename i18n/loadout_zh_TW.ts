@@ -748,6 +748,10 @@
         <translation>首個 token 時間（{tokens} token 的提示）</translation>
     </message>
     <message>
+        <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
+        <translation>只能靠從磁碟讀取來執行。每個序列上下文 {context} × {parallel}，KV {kv}，推測解碼 {spec}。</translation>
+    </message>
+    <message>
         <source>Auto</source>
         <translation>自動</translation>
     </message>

@@ -33,6 +33,7 @@ from app.pages.whatif_dialog import WhatIfDialog
 from app.plan_view import advice, memory_bars, messages, plan_document, prediction
 from app.state import AppState
 from app.texts import code_sentence, kv_text, spec_text, task_text
+from app.theme import is_dark, segment_color
 from app.widgets.gpu_roles import GpuRoles
 from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
@@ -346,17 +347,24 @@ class PlanPage(QWidget):
             self.speed_names[2].setText(self.tr("time to first token ({tokens}-token prompt)")
                                         .format(tokens=pred.prompt_tokens))
         fits = bool(doc.get("fits", False))
-        summary = self.tr("Fits. Context {context} per sequence × {parallel}, KV {kv}, "
-                          "speculation {spec}.") if fits else self.tr(
-                          "Does not fit as asked.")
+        if not fits:
+            summary = self.tr("Does not fit as asked.")
+        elif "fits_with_disk_streaming" in doc.get("reasons", []):
+            summary = self.tr("Runs only by reading from disk. Context {context} per sequence "
+                              "× {parallel}, KV {kv}, speculation {spec}.")
+        else:
+            summary = self.tr("Fits. Context {context} per sequence × {parallel}, KV {kv}, "
+                              "speculation {spec}.")
         spec = doc.get("speculative", {}) or {}
         self.fit_label.setText(summary.format(
             context=fmt_tokens(int(doc.get("context", 0))), parallel=doc.get("parallel", 1),
             kv=kv_text(str(doc.get("kv_type", "f16"))),
             spec=spec_text(str(spec.get("mode", "off")))))
         items = [(m.warning, code_sentence(m.code, dict(m.fields))) for m in messages(doc)]
+        warn_color = segment_color("compute", is_dark()).name()
         self.messages_label.setText("".join(
-            f"<p>{'⚠ ' if warn else '• '}{text}</p>" for warn, text in items))
+            f'<p><span style="color: {warn_color}">⚠</span> {text}</p>' if warn
+            else f"<p>• {text}</p>" for warn, text in items))
         self._show_advice()
 
     # -- events -----------------------------------------------------------------------

@@ -167,3 +167,24 @@ def test_moving_a_gpu_first_makes_it_the_main(make_window: Any, two_gpu_rig: Inv
     assert page.last_request.gpu_order == (1, 0)
     roles = {r["gpu"]: r["role"] for r in plan_document(page.last_plan)["roles"]}
     assert roles[1] == "main"
+
+
+def test_a_model_larger_than_memory_shows_the_disk_and_says_so(
+        make_window: Any, big_model: Path, qtbot: Any) -> None:
+    from tests.app.conftest import rig_doc
+
+    doc = rig_doc([("GeForce RTX 4060", 8, 272.0)])
+    doc["host"]["ram_total_bytes"] = 16 * 2**30
+    doc["host"]["ram_available_bytes"] = 12 * 2**30
+    window = make_window(Inventory.from_json(doc))
+    page = _open(window, qtbot, big_model)
+    plan_doc = plan_document(page.last_plan)
+    assert "fits_with_disk_streaming" in plan_doc["reasons"]
+    disk = next(b for b in page.memory_map.bars() if b.kind == "disk")
+    planned = next(d for d in plan_doc["devices"] if d["kind"] == "disk")
+    assert disk.bytes_of("weights") == planned["weights_bytes"] > 0
+    assert page.fit_label.text().startswith("Runs only by reading from disk")
+    text = page.messages_label.text()
+    sentence = "What RAM cannot hold stays on disk"
+    assert text.count(sentence) == 1  # a code named as warning and reason shows once
+    assert "⚠" in text
