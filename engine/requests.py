@@ -89,6 +89,7 @@ class RequestHandle:
         self._tokens: list[int] = []
         self._final: Chunk | None = None
         self._loop_guard: str | None = None
+        self._finished = threading.Event()  # result() sleeps on this, not on every chunk
         self.cancelled = threading.Event()
 
     # -- engine side -------------------------------------------------------------------
@@ -104,6 +105,7 @@ class RequestHandle:
                 self._loop_guard = chunk.loop_guard
             if chunk.finish_reason is not None:
                 self._final = chunk
+                self._finished.set()
             self._ready.notify_all()
             waiters, self._waiters = self._waiters, []
         for loop, fut in waiters:
@@ -153,9 +155,9 @@ class RequestHandle:
         Raises:
             TimeoutError: the request did not end within ``timeout`` seconds.
         """
+        if not self._finished.wait(timeout):
+            raise TimeoutError("the request did not finish in time")
         with self._lock:
-            if not self._ready.wait_for(lambda: self._final is not None, timeout):
-                raise TimeoutError("the request did not finish in time")
             final = self._final
             assert final is not None
             return Chunk(text="".join(self._texts), token_ids=tuple(self._tokens),

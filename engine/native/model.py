@@ -68,12 +68,18 @@ class LoadLog(logging.Handler):
 
 
 @contextlib.contextmanager
-def capture_native_log() -> Iterator[LoadLog]:
-    """Capture every llama.cpp log line (DEBUG and up) emitted inside the block."""
+def capture_native_log(level: int = logging.INFO) -> Iterator[LoadLog]:
+    """Capture llama.cpp's log lines of ``level`` and up emitted inside the block.
+
+    DEBUG is costly (context creation logs every graph node): only loads that must show
+    llama.cpp's per-tensor decisions (buffer overrides) ask for it.
+    """
     logger = logging.getLogger(NATIVE_LOGGER)
     handler = LoadLog()
+    handler.setLevel(level)
     old_level = logger.level
-    logger.setLevel(logging.DEBUG)
+    if logger.getEffectiveLevel() > level:
+        logger.setLevel(level)
     logger.addHandler(handler)
     try:
         yield handler
@@ -236,7 +242,8 @@ class NativeModel:
                 return keep_going
 
         params = model_params(spec, tracked)
-        with capture_native_log() as captured:
+        level = logging.DEBUG if spec.tensor_overrides else logging.INFO
+        with capture_native_log(level) as captured:
             ptr = lib.llama_model_load_from_file(spec.model_path.encode(), params.params)
         self.load_log: list[str] = captured.lines
         if not ptr:

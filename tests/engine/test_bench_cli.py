@@ -17,7 +17,9 @@ BENCH_KEYS = {"schema", "decode_tps", "prefill_tps", "ttft_s", "e2e_tps", "promp
 
 
 def loadout(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "loadout", *args], capture_output=True,
+    # one thread: on a busy shared machine two threads wait on each other at every barrier
+    return subprocess.run([sys.executable, "-m", "loadout", *args, "--threads", "1"],
+                          capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT)
 
 

@@ -56,7 +56,7 @@ def test_broken_template_is_a_clear_error() -> None:
 
 @pytest.mark.slow
 def test_engine_renders_the_gguf_template(llama_gguf: Path) -> None:
-    with Engine(LaunchSpec(str(llama_gguf), n_ctx=256)) as eng:
+    with Engine(LaunchSpec(str(llama_gguf), n_threads=1, n_ctx=256)) as eng:
         text = eng.render_chat(MESSAGES)
     # the synthetic model's own template, not ChatML
     assert text == "<|system|>Be brief.</s><|user|>Hi</s><|assistant|>"

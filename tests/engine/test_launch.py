@@ -54,7 +54,7 @@ def test_every_overridden_expert_tensor_is_placed_by_llama_cpp(moe_gguf: Path) -
     names = [t.name for t in GGUFReader(moe_gguf).tensors]
     wanted = sorted(n for n in names if re.search(EXPERTS, n))
     assert len(wanted) == 6
-    spec = LaunchSpec(str(moe_gguf), n_ctx=256, tensor_overrides=((EXPERTS, "CPU"),))
+    spec = LaunchSpec(str(moe_gguf), n_threads=1, n_ctx=256, tensor_overrides=((EXPERTS, "CPU"),))
     with Engine(spec) as eng:
         overridden = {}
         for line in eng.load_log:
@@ -69,14 +69,14 @@ def test_every_overridden_expert_tensor_is_placed_by_llama_cpp(moe_gguf: Path) -
 
 
 def test_override_to_a_device_the_build_lacks_is_a_clear_error(moe_gguf: Path) -> None:
-    spec = LaunchSpec(str(moe_gguf), n_ctx=256, tensor_overrides=((EXPERTS, "CUDA7"),))
+    spec = LaunchSpec(str(moe_gguf), n_threads=1, n_ctx=256, tensor_overrides=((EXPERTS, "CUDA7"),))
     with pytest.raises(ModelLoadError, match="CUDA7"):
         Engine(spec)
 
 
 def test_load_progress_is_reported_as_a_rising_fraction(llama_gguf: Path) -> None:
     seen: list[float] = []
-    with Engine(LaunchSpec(str(llama_gguf), n_ctx=256),
+    with Engine(LaunchSpec(str(llama_gguf), n_threads=1, n_ctx=256),
                 progress=lambda f: seen.append(f) is None) as eng:
         assert eng.status()["load_progress"] == 1.0
     assert seen and seen[-1] == 1.0
@@ -85,24 +85,24 @@ def test_load_progress_is_reported_as_a_rising_fraction(llama_gguf: Path) -> Non
 
 def test_load_can_be_cancelled(llama_gguf: Path) -> None:
     with pytest.raises(ModelLoadCancelled):
-        Engine(LaunchSpec(str(llama_gguf), n_ctx=256), progress=lambda f: False)
+        Engine(LaunchSpec(str(llama_gguf), n_threads=1, n_ctx=256), progress=lambda f: False)
 
 
 def test_missing_file_folder_and_non_gguf_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError, match="no such model file"):
         Engine(LaunchSpec(str(tmp_path / "nope.gguf")))
     with pytest.raises(ModelNotFoundError, match="folder"):
-        Engine(LaunchSpec(str(tmp_path)))
+        Engine(LaunchSpec(str(tmp_path), n_threads=1))
     text = tmp_path / "notes.gguf"
     text.write_text("hello, I am not a model")
     with pytest.raises(CorruptModelError, match="not a GGUF"):
-        Engine(LaunchSpec(str(text)))
+        Engine(LaunchSpec(str(text), n_threads=1))
 
 
 def test_kv_type_the_model_cannot_use_is_a_clear_error(llama_gguf: Path) -> None:
     # head_dim 16 is not a multiple of q8_0's block of 32
     with pytest.raises(ModelLoadError, match="does not divide"):
-        Engine(LaunchSpec(str(llama_gguf), n_ctx=256, type_k="q8_0"))
+        Engine(LaunchSpec(str(llama_gguf), n_threads=1, n_ctx=256, type_k="q8_0"))
 
 
 def test_truncated_model_is_a_load_error(llama_gguf: Path, tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_truncated_model_is_a_load_error(llama_gguf: Path, tmp_path: Path) -> No
     data = llama_gguf.read_bytes()
     cut.write_bytes(data[: len(data) // 2])
     with pytest.raises(ModelLoadError, match="could not load"):
-        Engine(LaunchSpec(str(cut)))
+        Engine(LaunchSpec(str(cut), n_threads=1))
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ HUGE_CTX = 2_000_000  # x 128 KiB = 244 GiB of KV cache: more than any test mach
 
 
 def test_oversized_context_reports_asked_and_free_memory(wide_kv_gguf: Path) -> None:
-    spec = LaunchSpec(str(wide_kv_gguf), n_ctx=HUGE_CTX, type_k="f32", type_v="f32")
+    spec = LaunchSpec(str(wide_kv_gguf), n_threads=1, n_ctx=HUGE_CTX, type_k="f32", type_v="f32")
     with pytest.raises(AllocationFailedError) as info:
         Engine(spec)
     err = info.value
@@ -143,7 +143,7 @@ def test_out_of_memory_is_retried_with_a_replan(wide_kv_gguf: Path) -> None:
 
     def make_spec(attempt: int) -> LaunchSpec:
         asked.append(contexts[attempt])
-        return LaunchSpec(str(wide_kv_gguf), n_ctx=contexts[attempt], type_k="f32",
+        return LaunchSpec(str(wide_kv_gguf), n_threads=1, n_ctx=contexts[attempt], type_k="f32",
                           type_v="f32")
 
     eng = load_with_replan(make_spec, Engine, max_attempts=3)
@@ -153,14 +153,14 @@ def test_out_of_memory_is_retried_with_a_replan(wide_kv_gguf: Path) -> None:
         eng.close()
     assert asked == contexts
     with pytest.raises(OutOfMemoryError):
-        load_with_replan(lambda i: LaunchSpec(str(wide_kv_gguf), n_ctx=HUGE_CTX,
+        load_with_replan(lambda i: LaunchSpec(str(wide_kv_gguf), n_threads=1, n_ctx=HUGE_CTX,
                                               type_k="f32", type_v="f32"),
                          Engine, max_attempts=2)
 
 
 def test_context_parameters_are_applied(wide_kv_gguf: Path) -> None:
-    spec = LaunchSpec(str(wide_kv_gguf), n_ctx=1024, n_seq_max=4, n_batch=256, n_ubatch=128,
-                      n_threads=1, type_k="q8_0", type_v="q8_0", flash_attn="on",
+    spec = LaunchSpec(str(wide_kv_gguf), n_threads=1, n_ctx=1024, n_seq_max=4, n_batch=256,
+                      n_ubatch=128, type_k="q8_0", type_v="q8_0", flash_attn="on",
                       use_mmap=False)
     with Engine(spec) as eng:
         log = "\n".join(eng.load_log)

@@ -97,7 +97,7 @@ def looping_models(synthetic_dir: Path) -> dict[str, Path]:
 
 
 def run(path: Path, mode: str) -> tuple[list[str | None], object]:
-    with Engine(LaunchSpec(str(path), n_ctx=2048)) as eng:
+    with Engine(LaunchSpec(str(path), n_threads=1, n_ctx=2048)) as eng:
         handle = eng.submit(GenerationRequest(prompt="a b c", params=SamplingParams(
             temperature=0.0, max_tokens=1000, loop_guard=mode)))
         flags = [c.loop_guard for c in handle]

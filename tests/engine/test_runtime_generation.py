@@ -21,7 +21,7 @@ GREEDY = SamplingParams(temperature=0.0, max_tokens=24)
 
 @pytest.fixture(scope="module")
 def engine(demo_model: Path) -> Iterator[Engine]:
-    eng = Engine(LaunchSpec(str(demo_model), n_ctx=2048, n_seq_max=2))
+    eng = Engine(LaunchSpec(str(demo_model), n_threads=1, n_ctx=2048, n_seq_max=2))
     yield eng
     eng.close()
 
@@ -127,7 +127,7 @@ def test_status_reports_slots_and_devices(engine: Engine) -> None:
 
 
 def test_full_queue_refuses_and_closed_engine_refuses(demo_model: Path) -> None:
-    eng = Engine(LaunchSpec(str(demo_model), n_ctx=512), queue_size=1)
+    eng = Engine(LaunchSpec(str(demo_model), n_threads=1, n_ctx=512), queue_size=1)
     try:
         slow = GenerationRequest(prompt="Hello", params=SamplingParams(max_tokens=500,
                                                                        loop_guard="off"))
