@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from planner.codes import Code
 from planner.inventory import Inventory
 from planner.profile import ModelProfile, TensorKind
-from planner.quant import rescaled, smaller_tier
+from planner.quant import LADDER, NOMINAL_BITS, rescaled, smaller_tier
 from planner.request import Request
 from planner.speed import CONSTANTS, DISK, HOST, gpu_of
 
@@ -112,10 +112,7 @@ def advise(inventory: Inventory, profile: ModelProfile, request: Request, plan: 
         helps = (tps >= now * HELPS and what_if.fits) or (what_if.fits and not plan.fits)
         out.append(Advice(code, tps, what_if.fits, helps, tuple(numbers.items())))
 
-    tier = smaller_tier(profile)
-    if tier is not None:
-        judge(Code.ADVICE_SMALLER_QUANT, replan(inventory, rescaled(profile, tier), quiet),
-              quant=tier)
+    _smaller_quant(inventory, profile, plan, quiet, replan, judge)
     if not profile.is_moe:
         judge(Code.ADVICE_MOE_MODEL, replan(inventory, _moe_like(profile), quiet),
               active_share=0.19)
@@ -153,6 +150,28 @@ def advise(inventory: Inventory, profile: ModelProfile, request: Request, plan: 
     if not helpful:
         helpful = [Advice(Code.ADVICE_NO_CHANGE_NEEDED, now, plan.fits, False)]
     return tuple(helpful + useless)
+
+
+def _smaller_quant(inventory: Inventory, profile: ModelProfile, plan: Plan, quiet: Request,
+                   replan: Replan, judge: Callable[..., None]) -> None:
+    """The next tier down; when the plan does not fit (or streams from disk), the best
+    tier down the ladder that would fit."""
+    tier = smaller_tier(profile)
+    if tier is None:
+        return
+    if plan.fits and not plan.streams_from_disk:
+        judge(Code.ADVICE_SMALLER_QUANT, replan(inventory, rescaled(profile, tier), quiet),
+              quant=tier)
+        return
+    tiers = [t for t in LADDER if NOMINAL_BITS[t] <= NOMINAL_BITS[tier]]
+    what_if = None
+    for name in tiers[:5]:
+        what_if = replan(inventory, rescaled(profile, name), quiet)
+        if what_if.fits and not what_if.streams_from_disk:
+            judge(Code.ADVICE_SMALLER_QUANT, what_if, quant=name)
+            return
+    if what_if is not None:
+        judge(Code.ADVICE_SMALLER_QUANT, what_if, quant=tiers[min(4, len(tiers) - 1)])
 
 
 def _moe_like(profile: ModelProfile) -> ModelProfile:

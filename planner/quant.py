@@ -30,11 +30,13 @@ LOW_BITS = 3.1   # IQ3_XXS (3.06) and below: the cliff
 
 
 def bits_of(profile: ModelProfile) -> float:
-    """Nominal bits per weight of a file (its file type, else measured from its bytes)."""
+    """Bits per weight of a file: the lower of its file type's nominal figure and what its
+    bytes say (a mislabeled file type cannot make a file look bigger than it is)."""
     nominal = NOMINAL_BITS.get(profile.file_type.upper())
-    if nominal is not None:
-        return nominal
-    return profile.bits_per_weight or 16.0
+    measured = profile.bits_per_weight
+    if nominal is None:
+        return measured or 16.0
+    return min(nominal, measured) if measured else nominal
 
 
 def is_low_bit(profile: ModelProfile) -> bool:

@@ -42,6 +42,8 @@ def register(sub: Any) -> None:
     p.add_argument("--spec", default=None, help="off|ngram|draft|mtp[:N] (pinned)")
     p.add_argument("--draft-model", default=None, help="a draft model .gguf")
     p.add_argument("--roles", default=None, help="main,helper,off,... one per GPU")
+    p.add_argument("--gpu-order", default=None,
+                   help="GPU indices by preference, e.g. 1,0: the first is the Main")
     p.add_argument("--rope-scaling", action="store_true",
                    help="allow a context beyond the training context")
     p.add_argument("--no-advice", action="store_true", help="skip the what-if advice")
@@ -87,7 +89,8 @@ def build_request(args: argparse.Namespace) -> Any:
         n_gpu_layers=args.ngl, n_cpu_moe=args.n_cpu_moe, tensor_split=split,
         kv_type=args.kv_type, spec=SpecRequest.parse(args.spec) if args.spec else None,
         draft_profile=draft, draft_path=args.draft_model, roles=roles,
-        rope_scaling=args.rope_scaling, advise=not args.no_advice)
+        gpu_order=tuple(int(x) for x in args.gpu_order.split(",")) if args.gpu_order
+        else None, rope_scaling=args.rope_scaling, advise=not args.no_advice)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import re
 
 from planner.codes import Code
 from planner.plan import Plan, plan
+from planner.quant import rescaled
 from planner.request import Request, Role, TaskKind
 from tests.planner import shapes as S
 from tests.planner.rigs import (
@@ -140,9 +141,13 @@ def test_model_larger_than_ram_streams_from_disk_with_a_warning_and_its_cost() -
 
 def test_model_that_cannot_run_says_so_and_names_a_quantization_that_would() -> None:
     inv = rig(RTX_4090, ram_gib=32, ram_bw=60)
-    p = plan(inv, S.build(S.LLAMA3_70B, "Q8_0"), Request())
+    model = S.build(S.LLAMA3_70B, "F16")  # 141 GB against 24 GB of VRAM and ~27 GB of RAM
+    p = plan(inv, model, Request())
     assert not p.fits
     assert Code.DOES_NOT_FIT in p.reasons and Code.MODEL_LARGER_THAN_MEMORY in p.reasons
     smaller = [a for a in p.advice if a.code == Code.ADVICE_SMALLER_QUANT]
     assert smaller and smaller[0].fits and smaller[0].helps
-    assert dict(smaller[0].numbers)["quant"] in ("Q6_K", "Q5_K_M", "Q4_K_M", "IQ4_XS")
+    named = dict(smaller[0].numbers)["quant"]
+    assert named in ("Q5_K_M", "Q4_K_M", "IQ4_XS", "Q3_K_M")  # Q8_0 and Q6_K do not fit
+    check = plan(inv, rescaled(model, named), Request(advise=False))
+    assert check.fits and not check.streams_from_disk
