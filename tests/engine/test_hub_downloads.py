@@ -212,3 +212,17 @@ def test_the_same_download_twice_in_one_process_is_refused(
         release.set()
         worker.join(10)
     assert _sha(paths().models / REPO / NAME) == _sha(big_file)
+
+
+def test_a_network_that_goes_quiet_ends_in_a_timeout_and_keeps_the_partial(
+        hub: HubServer, big_file: Path) -> None:
+    import time
+
+    hub.add_file(REPO, NAME, big_file)
+    hub.stall_after[NAME] = 1 << 20
+    started = time.monotonic()
+    with pytest.raises(HubOfflineError):
+        download(f"{REPO}:Q4_K_M", timeout=0.5)
+    assert time.monotonic() - started < 10
+    (pending,) = pending_downloads()
+    assert pending.have_bytes >= 1 << 20

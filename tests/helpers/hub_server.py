@@ -12,7 +12,8 @@ GGUFs written with :mod:`tests.helpers.gguf_factory`) the way the hub does:
 - unknown repo: 401 with ``X-Error-Code: RepoNotFound``; unknown file: 404 with
   ``X-Error-Code: EntryNotFound`` (what ``hf_raise_for_status`` maps to its errors)
 
-Faults for tests: cut a file's body after N bytes (once), serve corrupted bytes, delay.
+Faults for tests: cut a file's body after N bytes (once), go quiet after N bytes (every
+time), serve corrupted bytes, delay every answer.
 Every body byte served is counted per file (``bytes_served``).
 """
 
@@ -74,6 +75,8 @@ class HubServer:
         self.requests: list[tuple[str, str, str]] = []   # (method, path, range header)
         self.cut_after: dict[str, int] = {}   # file -> body bytes before the connection drops
         self.corrupt: set[str] = set()        # files whose served bytes are altered
+        self.stall_after: dict[str, int] = {}  # file -> body bytes before the server goes quiet
+        self.stall_s = 20.0
         self.delay_s = 0.0
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -299,6 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
         with hub._lock:
             cut = hub.cut_after.pop(name, None)
         corrupt = name in hub.corrupt
+        stall = hub.stall_after.get(name)
         sent = 0
         with open(f.local, "rb") as src:
             src.seek(start)
@@ -317,6 +321,11 @@ class _Handler(BaseHTTPRequestHandler):
                 sent += len(block)
                 with hub._lock:
                     hub.bytes_served[name] = hub.bytes_served.get(name, 0) + len(block)
+                if stall is not None and sent >= stall:  # a network that stops answering
+                    self.wfile.flush()
+                    time.sleep(hub.stall_s)
+                    self.close_connection = True
+                    return
                 if cut is not None and sent >= cut:
                     self.wfile.flush()
                     self.close_connection = True
