@@ -39,6 +39,7 @@ from planner.inventory import Inventory
 
 log = logging.getLogger(__name__)
 
+ICON = Path(__file__).resolve().parent.parent / "assets" / "loadout.svg"
 PAGES: tuple[str, ...] = ("home", "models", "plan", "chat", "server", "settings")
 _ICONS = {
     "home": QStyle.StandardPixmap.SP_ComputerIcon,
@@ -261,7 +262,7 @@ def run_app(argv: list[str]) -> int:
     switcher = LanguageSwitcher()
     switcher.set_language(settings.language or system_language())
     window = MainWindow(settings, switcher)
-    window.setWindowIcon(QIcon.fromTheme("applications-science"))
+    app.setWindowIcon(QIcon(str(ICON)))
     previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
