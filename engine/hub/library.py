@@ -191,6 +191,27 @@ def _replace(entry: LibraryEntry, **changes: object) -> LibraryEntry:
     return replace(entry, **changes)  # type: ignore[arg-type]
 
 
+def find_downloaded(spec: str) -> Path | None:
+    """The local copy of ``hf:OWNER/REPO/FILE.gguf`` (first shard), if it was downloaded.
+
+    Looks in Loadout's model folder, then in the hub cache (any snapshot). All shards of
+    a split model must be present.
+    """
+    from engine.hub.remote import parse_spec, shard_names
+
+    hub = parse_spec(spec)
+    names = shard_names(hub.filename)
+    hub_cache = Path(os.environ.get("HF_HUB_CACHE") or constants.HF_HUB_CACHE)
+    snapshots = hub_cache / ("models--" + hub.repo.replace("/", "--")) / "snapshots"
+    folders = [paths().models / hub.repo]
+    if snapshots.is_dir():
+        folders += sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+    for folder in folders:
+        if all((folder / n).is_file() for n in names):
+            return folder / names[0]
+    return None
+
+
 def fit_badges(entries: Iterable[LibraryEntry], inventory: Inventory, task: str = "chat"
                ) -> dict[Path, Fit | None]:
     """The "fits" badge of each entry on ``inventory`` (None when its header is unreadable)."""

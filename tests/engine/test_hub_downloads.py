@@ -62,6 +62,10 @@ def test_download_lands_in_the_model_folder_verified_with_progress(
     assert seen and seen[-1].done_bytes == seen[-1].total_bytes == big_file.stat().st_size
     assert [p.done_bytes for p in seen] == sorted(p.done_bytes for p in seen)
     assert not list(result.model_path.parent.glob("*.part")) and not pending_downloads()
+    from engine.hub.library import find_downloaded
+
+    assert find_downloaded(f"hf:{REPO}/{NAME}") == result.model_path
+    assert find_downloaded(f"hf:{REPO}/big-Q8_0.gguf") is None
 
 
 def test_dropped_connection_resumes_from_where_it_stopped(
@@ -144,6 +148,9 @@ def test_split_model_into_the_hub_cache(hub: HubServer, tmp_path: Path,
         assert got.parent == repo_dir / "snapshots" / commit / "F16"
         assert got.is_symlink() and got.resolve().parent == repo_dir / "blobs"
         assert got.resolve().name == _sha(src) and _sha(got) == _sha(src)
+    from engine.hub.library import find_downloaded
+
+    assert find_downloaded(f"hf:someone/Tiny-GGUF/F16/{shards[0].name}") == result.files[0]
     # pulled again (or its blobs already cached): nothing moves over the network
     served = sum(hub.served(f"F16/{p.name}") for p in shards)
     again = download("someone/Tiny-GGUF:F16", destination=Destination.HUB_CACHE)
