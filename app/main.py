@@ -134,6 +134,9 @@ class MainWindow(QMainWindow):
         self.retranslate()
         if detect:
             self.start_detection()
+            demo = self.models.demo_path
+            if demo is not None:  # something to plan from the first second
+                self.select_model(demo, show=False)
 
     # -- navigation -------------------------------------------------------------------
     def show_page(self, key: str) -> None:
@@ -161,8 +164,8 @@ class MainWindow(QMainWindow):
         self.home.set_detecting(False)
         self.state.set_detected(inventory)
 
-    def select_model(self, path: Path) -> None:
-        """Read ``path``'s header off the UI thread, then show its Plan page."""
+    def select_model(self, path: Path, show: bool = True) -> None:
+        """Read ``path``'s header off the UI thread, then (if ``show``) its Plan page."""
         target = Path(path)
 
         def read(_job: Job) -> object:
@@ -170,11 +173,12 @@ class MainWindow(QMainWindow):
 
         self.plan.set_busy(True)
         self.runner.submit("profile", read,
-                           lambda profile: self._on_profile_read(target, profile))
+                           lambda profile: self._on_profile_read(target, profile, show))
 
-    def _on_profile_read(self, path: Path, profile: object) -> None:
+    def _on_profile_read(self, path: Path, profile: object, show: bool) -> None:
         self.state.set_model(path, profile)  # type: ignore[arg-type]
-        self.show_page("plan")
+        if show:
+            self.show_page("plan")
 
     def _on_detected(self, inventory: Inventory) -> None:
         self.set_detected(inventory)

@@ -50,7 +50,7 @@ class ModelsPage(QWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._state = state
-        self._demo_path = demo_path
+        self.demo_path = demo_path
         self.title = QLabel()
         self.title.setObjectName("pageTitle")
         self.hint = QLabel()
@@ -93,10 +93,10 @@ class ModelsPage(QWidget):
     def refresh(self) -> None:
         """Rebuild the list: the demo model first, then the models found in folders."""
         self.list.clear()
-        if self._demo_path is not None:
+        if self.demo_path is not None:
             item = QListWidgetItem(self.tr("Demo model (SmolLM2 135M Instruct, {size})").format(
-                size=fmt_bytes(_size(self._demo_path))))
-            item.setData(PATH_ROLE, str(self._demo_path))
+                size=fmt_bytes(_size(self.demo_path))))
+            item.setData(PATH_ROLE, str(self.demo_path))
             self.list.addItem(item)
         for path in find_models(self._state.settings.model_folders):
             item = QListWidgetItem(f"{path.name}  ·  {fmt_bytes(_size(path))}")

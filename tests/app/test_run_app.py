@@ -21,10 +21,12 @@ app = QApplication(sys.argv)
 
 def look_and_quit():
     shown = [w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
-    print("windows", len(shown), shown[0].windowTitle(), shown[0].sidebar.count())
+    w = shown[0]
+    print("windows", len(shown), w.windowTitle(), w.sidebar.count(), w.current_page())
+    print("model", w.state.model_path.name if w.state.model_path else None)
     app.quit()
 
-QTimer.singleShot(1500, look_and_quit)
+QTimer.singleShot(4000, look_and_quit)
 sys.exit(run_app(["loadout"]))
 """
 
@@ -35,4 +37,5 @@ def test_run_app_opens_the_main_window_and_returns_on_quit(loadout_home: Path) -
     done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "windows 1 Loadout 6" in done.stdout
+    assert "windows 1 Loadout 6 home" in done.stdout
+    assert "model SmolLM2-135M-Instruct.Q4_1.gguf" in done.stdout  # planned from the start
