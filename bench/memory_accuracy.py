@@ -110,11 +110,17 @@ def synthetic_models(folder: Path) -> dict[str, Path]:
 
 def measure(path: Path, configs: list[MemoryConfig], capture: _Capture
             ) -> tuple[int, list[dict[str, int]]]:
-    """Load ``path`` once; create and free one context per config; return the sizes."""
+    """Load ``path`` once; create and free one context per config; return the sizes.
+
+    Configurations with ``load_mtp`` (all or none of them) load the NextN layers and add
+    the MTP draft context llama.cpp creates next to the main one.
+    """
     import llama_cpp as lc
 
     capture.take()
-    model = lc.llama_model_load_from_file(str(path).encode(), lc.llama_model_default_params())
+    model_params = lc.llama_model_default_params()
+    model_params.load_mtp = any(c.load_mtp for c in configs)
+    model = lc.llama_model_load_from_file(str(path).encode(), model_params)
     if not model:
         raise RuntimeError(f"llama.cpp could not load {path}")
     model_bytes = capture.take().get("model", 0)
@@ -130,6 +136,13 @@ def measure(path: Path, configs: list[MemoryConfig], capture: _Capture
             ctx = lc.llama_init_from_model(model, p)
             if not ctx:
                 raise RuntimeError(f"llama.cpp could not create a context for {c}")
+            draft = None
+            if c.load_mtp:
+                p.ctx_type, p.ctx_other = 1, ctx  # LLAMA_CONTEXT_TYPE_MTP
+                draft = lc.llama_init_from_model(model, p)
+                if not draft:
+                    raise RuntimeError(f"llama.cpp could not create an MTP context for {c}")
+                lc.llama_free(draft)
             lc.llama_free(ctx)
             results.append(capture.take())
     finally:
@@ -142,9 +155,13 @@ def grid(quick: bool) -> list[MemoryConfig]:
     contexts = (4096,) if quick else (4096, 16384)
     kv_types = KV_TYPES[:2] if quick else KV_TYPES
     seqs = (1, 4)
-    return [MemoryConfig(n_ctx=ctx, n_seq=n, type_k=t, type_v=t, flash_attn=fa,
+    grid = [MemoryConfig(n_ctx=ctx, n_seq=n, type_k=t, type_v=t, flash_attn=fa,
                          n_batch=2048, n_ubatch=512)
             for ctx in contexts for t, fa in kv_types for n in seqs]
+    # the MTP draft context (models with NextN layers only)
+    grid += [MemoryConfig(n_ctx=ctx, n_seq=n, load_mtp=True, flash_attn=True)
+             for ctx in contexts for n in seqs]
+    return grid
 
 
 def compare(models: dict[str, Path], configs: list[MemoryConfig]) -> list[Row]:
@@ -160,8 +177,11 @@ def compare(models: dict[str, Path], configs: list[MemoryConfig]) -> list[Row]:
     try:
         for name, path in models.items():
             profile = load_profile(path)
-            model_bytes, measured = measure(path, configs, capture)
-            for c, got in zip(configs, measured, strict=True):
+            plain = [c for c in configs if not c.load_mtp]
+            mtp = [c for c in configs if c.load_mtp and profile.nextn_layers]
+            runs = [(group, *measure(path, group, capture)) for group in (plain, mtp) if group]
+            for c, got, model_bytes in ((c, got, mb) for group, mb, res in runs
+                                        for c, got in zip(group, res, strict=True)):
                 got["model"] = model_bytes
                 host = estimate(profile, c, Placement.all_on("host", profile.n_layers))[0]
                 pred = {"model": host.weights_bytes, "kv": host.kv_bytes,
@@ -169,7 +189,8 @@ def compare(models: dict[str, Path], configs: list[MemoryConfig]) -> list[Row]:
                 for part in (*PARTS, "total"):
                     p = sum(pred.values()) if part == "total" else pred[part]
                     m = sum(got.get(k, 0) for k in PARTS) if part == "total" else got.get(part, 0)
-                    rows.append(Row(name, c.n_ctx, c.type_k, c.n_seq, part, p, m))
+                    kv = c.type_k + ("+mtp" if c.load_mtp else "")
+                    rows.append(Row(name, c.n_ctx, kv, c.n_seq, part, p, m))
     finally:
         native.removeHandler(capture)
         native.level = old_level
@@ -199,10 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="loadout-mem-") as tmp:
         models = {"smollm2-135m-demo": demo_model_path(), **synthetic_models(Path(tmp))}
         rows = compare(models, grid(args.quick))
-    print(f"{'model':<18} {'ctx':>6} {'kv':>5} {'par':>3} {'part':<8} "
+    print(f"{'model':<18} {'ctx':>6} {'kv':>8} {'par':>3} {'part':<8} "
           f"{'predicted MiB':>14} {'measured MiB':>13} {'error %':>8}")
     for r in rows:
-        print(f"{r.model:<18} {r.n_ctx:>6} {r.kv:>5} {r.n_seq:>3} {r.part:<8} "
+        print(f"{r.model:<18} {r.n_ctx:>6} {r.kv:>8} {r.n_seq:>3} {r.part:<8} "
               f"{r.predicted / MIB:>14.2f} {r.measured / MIB:>13.2f} {r.error_pct:>+8.2f}")
     for part in (*PARTS, "total"):
         worst = max((r for r in rows if r.part == part), key=lambda r: abs(r.error_pct))

@@ -64,6 +64,7 @@ class GraphParams:
     n_pos: int = 1      # positions per token (4 for multi-section rope)
     output_device: str = "host"
     input_device: str = "host"
+    mtp: bool = False   # the MTP draft graph: embeddings + the trunk's hidden state in
 
 
 class _Builder:
@@ -219,6 +220,12 @@ class _Builder:
     def build(self, layers: tuple[LayerShape, ...], with_output: bool) -> Graph:
         g, p = self.g, self.p
         inp = g.op(p.n_embd * p.n_tokens * F32, p.input_device, self.tokens)  # get_rows
+        if p.mtp:  # concat(enorm(embd), hnorm(h)) -> eh_proj
+            dev = layers[0].device if layers else p.input_device
+            e_norm = self.norm(self.move(inp, dev), dev)
+            h_norm = self.norm(g.input(p.n_embd * p.n_tokens * F32, dev), dev)
+            cat = g.op(2 * p.n_embd * p.n_tokens * F32, dev, e_norm, h_norm)
+            inp = g.op(p.n_embd * p.n_tokens * F32, dev, cat)
         for i, s in enumerate(layers):
             dev = s.device
             inp = self.move(inp, dev)

@@ -227,6 +227,7 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
     kv = dict.fromkeys(devices, 0)
     layers_of: dict[str, list[LayerProfile]] = {d: [] for d in devices}
     v_max = _v_width_max(profile)
+    mtp: list[tuple[LayerProfile, str]] = []
     weights[HOST] += profile.token_embd_bytes + profile.other_bytes
     weights[placement.output_device] += profile.output_bytes
     if placement.output_device != HOST and profile.tied_output:
@@ -242,19 +243,23 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
         kv[dev if config.offload_kqv else HOST] += kv_layer_bytes(profile, la, config, v_max)
         if la.kind != LayerKind.NEXTN:
             layers_of[dev].append(la)
-    compute = _compute(profile, config, size, placement, devices, layers_of)
+        else:
+            mtp.append((la, dev))
+    compute = _compute(profile, config, size, placement, devices, layers_of, mtp)
+    outputs = 2 if config.load_mtp and mtp else 1  # the MTP context has its own
     out = []
     for d in devices:
         out.append(DeviceMemory(
             device=d, weights_bytes=weights[d], kv_bytes=kv[d], compute_bytes=compute[d],
-            output_bytes=output_buffer_bytes(profile, config) if d == HOST else 0,
+            output_bytes=outputs * output_buffer_bytes(profile, config) if d == HOST else 0,
             overhead_bytes=0 if d == HOST else GPU_OVERHEAD_BYTES))
     return tuple(out)
 
 
 def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
              placement: Placement, devices: list[str],
-             layers_of: dict[str, list[LayerProfile]]) -> dict[str, int]:
+             layers_of: dict[str, list[LayerProfile]],
+             mtp: list[tuple[LayerProfile, str]]) -> dict[str, int]:
     result = dict.fromkeys(devices, 0)
     ordered = [(la, d) for d in devices for la in layers_of[d]]
     ordered.sort(key=lambda item: item[0].index)
@@ -277,6 +282,20 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
         output_device=placement.output_device)
     for dev, nbytes in compute_bytes(shapes, params, True):
         result[dev] = result.get(dev, 0) + nbytes
+    if config.load_mtp and mtp:
+        # the MTP draft runs in its own llama.cpp context: its NextN block(s) and a second
+        # output head, fed the token embeddings concatenated with the trunk's hidden state
+        mtp_shapes = tuple(_layer_shape(profile, la, config, size, d, d) for la, d in mtp)
+        # its output head does not reliably land in the attention mask's freed memory (the
+        # replay says it does; llama.cpp's reserve only partly): price the mask as still held
+        n_out = params.n_outputs
+        head = (profile.n_vocab + profile.n_embd) * n_out * 4
+        mask = max(_layer_cells(la, config, size) for la, _ in mtp) * size.n_ubatch * (
+            2 if config.flash_attn else 4)
+        for dev, nbytes in compute_bytes(mtp_shapes, replace(params, mtp=True), True):
+            floor = head + mask + 2 * profile.n_embd * size.n_ubatch * 4 if dev == \
+                placement.output_device else 0
+            result[dev] = result.get(dev, 0) + max(nbytes, floor)
     return result
 
 

@@ -37,9 +37,10 @@ def test_predicted_buffers_match_llama_cpp(demo_model: Path, tmp_path: Path) -> 
         MemoryConfig(n_ctx=4096, n_seq=4, type_k="q8_0", type_v="q8_0", flash_attn=True),
         MemoryConfig(n_ctx=4096, n_seq=1, type_k="q4_0", type_v="q4_0", flash_attn=True,
                      n_ubatch=256),
+        MemoryConfig(n_ctx=8192, n_seq=2, flash_attn=True, load_mtp=True),  # qwen35 only
     ]
     rows = bench.compare(models, configs)
-    assert len(rows) == len(models) * len(configs) * 5
+    assert len(rows) == (len(models) * (len(configs) - 1) + 1) * 5
     assert all(r.measured > 0 for r in rows)
     misses = bench.verdict(rows)
     assert not misses, "\n".join(misses)

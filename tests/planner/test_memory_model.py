@@ -103,6 +103,9 @@ def test_mtp_layers_cost_only_when_loaded(models: dict[str, ModelProfile]) -> No
     assert nextn.kind == LayerKind.NEXTN
     assert on.weights_bytes - off.weights_bytes == nextn.total_bytes > 0
     assert on.kv_bytes - off.kv_bytes == 4096 * S.n_head_kv * S.head_dim * 2 * 2
+    # the draft context has its own output head and output buffer
+    assert on.compute_bytes - off.compute_bytes >= 512 * S.n_vocab * 4
+    assert on.output_bytes == 2 * off.output_bytes
 
 
 def test_output_buffer_is_one_logit_row_per_sequence(models: dict[str, ModelProfile]) -> None:
