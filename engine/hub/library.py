@@ -87,6 +87,7 @@ def default_roots() -> tuple[Root, ...]:
         Root(home / ".lmstudio" / "models", Source.LMSTUDIO),
         Root(home / ".cache" / "lm-studio" / "models", Source.LMSTUDIO),
         Root(ollama, Source.OLLAMA),
+        Root(Path("/usr/share/ollama/.ollama/models"), Source.OLLAMA),  # Linux service
     )
 
 
@@ -116,9 +117,10 @@ def _candidates(root: Root) -> Iterator[tuple[Path, str]]:
     if root.source is Source.OLLAMA:
         yield from _ollama_models(root.path)
         return
-    for path in sorted(root.path.rglob("*")):
-        lower = path.name.lower()
-        if not lower.endswith(".gguf") or lower.startswith("mmproj") or not path.is_file():
+    pattern = "models--*/snapshots/*/**/*.[gG][gG][uU][fF]" if root.source is Source.HF_CACHE \
+        else "**/*.[gG][gG][uU][fF]"
+    for path in sorted(root.path.glob(pattern)):
+        if path.name.lower().startswith("mmproj") or not path.is_file():
             continue
         m = _SHARD.search(path.name)
         if m and int(m[1]) != 1:

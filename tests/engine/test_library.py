@@ -119,10 +119,11 @@ def test_only_loadouts_own_files_can_be_deleted(machine: Path) -> None:
 def test_default_roots_follow_the_environment(machine: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLAMA_MODELS", str(machine / "elsewhere"))
-    roots = {r.source: r.path for r in default_roots()}
-    assert roots[Source.OLLAMA] == machine / "elsewhere"
-    assert roots[Source.HF_CACHE] == machine / ".cache" / "huggingface" / "hub"
-    assert roots[Source.LOADOUT] == paths().models
+    roots = [(r.source, r.path) for r in default_roots()]
+    assert (Source.OLLAMA, machine / "elsewhere") in roots
+    assert (Source.OLLAMA, machine / ".ollama" / "models") not in roots
+    assert (Source.HF_CACHE, machine / ".cache" / "huggingface" / "hub") in roots
+    assert roots[0] == (Source.LOADOUT, paths().models)
 
 
 def test_fits_badges_come_from_the_planner(machine: Path) -> None:
