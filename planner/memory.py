@@ -21,6 +21,7 @@ from planner.ggml_types import ggml_type
 from planner.profile import LayerKind, LayerProfile, ModelProfile, TensorKind
 
 HOST = "host"
+F32_BYTES = 4
 # A CUDA/ROCm context plus cuBLAS workspace and kernels (not measurable on CPU-only builds).
 GPU_OVERHEAD_BYTES = 300 * 1024 * 1024
 _NON_EXPERT = tuple(k for k in TensorKind if k != TensorKind.EXPERTS)
@@ -117,12 +118,6 @@ def _layer_cells(layer: LayerProfile, config: MemoryConfig, size: ContextSize) -
     return size.n_ctx_seq
 
 
-def _kv_layers(profile: ModelProfile, config: MemoryConfig) -> list[LayerProfile]:
-    if config.load_mtp:
-        return list(profile.layers)
-    return [la for la in profile.layers if la.kind != LayerKind.NEXTN]
-
-
 def _v_width_max(profile: ModelProfile) -> int:
     return max((la.n_head_kv * la.head_dim_v for la in profile.layers), default=0)
 
@@ -171,9 +166,6 @@ def kv_layer_bytes(profile: ModelProfile, layer: LayerProfile, config: MemoryCon
 def output_buffer_bytes(profile: ModelProfile, config: MemoryConfig) -> int:
     """llama.cpp's output buffer: f32 logits for one output per sequence."""
     return profile.n_vocab * F32_BYTES * max(1, config.n_seq)
-
-
-F32_BYTES = 4
 
 
 _GATED_ATTN = frozenset({"qwen3next", "qwen35", "qwen35moe"})
@@ -283,20 +275,29 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
     for dev, nbytes in compute_bytes(shapes, params, True):
         result[dev] = result.get(dev, 0) + nbytes
     if config.load_mtp and mtp:
-        # the MTP draft runs in its own llama.cpp context: its NextN block(s) and a second
-        # output head, fed the token embeddings concatenated with the trunk's hidden state
-        mtp_shapes = tuple(_layer_shape(profile, la, config, size, d, d) for la, d in mtp)
-        # its output head does not reliably land in the attention mask's freed memory (the
-        # replay says it does; llama.cpp's reserve only partly): price the mask as still held
-        n_out = params.n_outputs
-        head = (profile.n_vocab + profile.n_embd) * n_out * 4
-        mask = max(_layer_cells(la, config, size) for la, _ in mtp) * size.n_ubatch * (
-            2 if config.flash_attn else 4)
-        for dev, nbytes in compute_bytes(mtp_shapes, replace(params, mtp=True), True):
-            floor = head + mask + 2 * profile.n_embd * size.n_ubatch * 4 if dev == \
-                placement.output_device else 0
-            result[dev] = result.get(dev, 0) + max(nbytes, floor)
+        for dev, nbytes in _mtp_compute(profile, config, size, params, mtp):
+            result[dev] = result.get(dev, 0) + nbytes
     return result
+
+
+def _mtp_compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
+                 params: GraphParams, mtp: list[tuple[LayerProfile, str]]
+                 ) -> list[tuple[str, int]]:
+    """Compute buffers of the MTP draft context: its own llama.cpp context running the
+    NextN block(s) and a second output head, fed the token embeddings concatenated with
+    the trunk's hidden state."""
+    shapes = tuple(_layer_shape(profile, la, config, size, d, d) for la, d in mtp)
+    # the head does not reliably land in the attention mask's freed memory (the replay
+    # says it does, llama.cpp's reserve only in part): price the mask as still held there
+    head = (profile.n_vocab + profile.n_embd) * params.n_outputs * F32_BYTES
+    mask = max(_layer_cells(la, config, size) for la, _ in mtp) * size.n_ubatch * (
+        2 if config.flash_attn else F32_BYTES)
+    hidden = 2 * profile.n_embd * size.n_ubatch * F32_BYTES  # hidden-state input, concat
+    out = []
+    for dev, nbytes in compute_bytes(shapes, replace(params, mtp=True), True):
+        floor = head + mask + hidden if dev == params.output_device else 0
+        out.append((dev, max(nbytes, floor)))
+    return out
 
 
 def _compress(shapes: tuple[LayerShape, ...], keep: int = 3) -> list[LayerShape]:
