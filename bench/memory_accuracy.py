@@ -9,9 +9,17 @@ For the demo model and synthetic models of four families (dense llama, qwen3moe 
 gemma3 sliding-window, qwen35 hybrid recurrent), at two contexts, three KV types and
 1 and 4 parallel sequences, it loads the model in this process with llama.cpp (CPU),
 reads the buffer sizes from llama.cpp's own log (model, KV + RS, compute, output) and
-compares them with ``planner.memory.estimate``. llama.cpp prints MiB with two decimals,
-so each part's error allows that rounding (0.005 MiB). Goal: total within 3%, never
-under-predicting the total by more than 2%, each part within 5%. Exit code 1 if missed.
+compares them with ``planner.memory.estimate``. The hybrid model (one NextN block) is also
+loaded with its MTP draft context (``+mtp`` rows: both contexts summed). llama.cpp prints
+MiB with two decimals, so each part's error allows that rounding (0.005 MiB). Goal: total
+within 3%, never under-predicting the total by more than 2%, each part within 5%. Exit
+code 1 if missed.
+
+The weights are F16 (synthetic) and Q4_1 (demo), types the CPU backend does not repack.
+For Q4_0/Q4_K/IQ4_NL/... matrices it repacks into a ``CPU_REPACK`` buffer while the
+``CPU_Mapped`` span still covers their file bytes, so llama.cpp's summed report counts
+those bytes twice; the memory model predicts the RAM really used (once). GPU buffers
+cannot be measured on a CPU-only machine; they are modelled from the source.
 """
 
 from __future__ import annotations
