@@ -198,12 +198,15 @@ class _Handler(BaseHTTPRequestHandler):
             if base and not name.startswith(base + "/"):
                 continue
             rest = name[len(base) + 1:] if base else name
-            if "/" in rest and not recursive:
-                folder = (base + "/" if base else "") + rest.split("/", 1)[0]
+            parts = rest.split("/")[:-1]
+            # the hub lists folders too: the first level, or every level when recursive
+            for depth in range(1, (len(parts) if recursive else min(1, len(parts))) + 1):
+                folder = "/".join(([base] if base else []) + parts[:depth])
                 if folder not in folders:
                     folders.add(folder)
                     items.append({"type": "directory", "oid": _fake_sha1(folder),
                                   "size": 0, "path": folder})
+            if parts and not recursive:
                 continue
             f = entry.files[name]
             items.append({"type": "file", "oid": f.oid, "size": f.size, "path": name,
