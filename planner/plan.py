@@ -115,6 +115,7 @@ class Plan:
     bottleneck: Bottleneck | None = None
     advice: tuple[Advice, ...] = ()
     model: str = ""
+    draft_model: str | None = None
     layout: Layout | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -133,7 +134,8 @@ class Plan:
             "speculative": {"mode": self.speculative.mode.value,
                             "draft_tokens": self.speculative.draft_tokens,
                             "acceptance": round(self.speculative.acceptance, 3),
-                            "tokens_per_step": round(self.speculative.tokens_per_step, 3)},
+                            "tokens_per_step": round(self.speculative.tokens_per_step, 3),
+                            "draft_model": self.draft_model},
             "predicted": self.predicted.to_json(),
             "spill": [s.to_json() for s in self.spills],
             "bottleneck": self.bottleneck.to_json() if self.bottleneck else None,
@@ -198,17 +200,25 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
         inventory, profile, request, best,
         lambda t, mtp: trial(ctx, t.roles, t.kv_type, t.context, mtp))
     decisions += spec_notes
+    base = best
     if request.context is None:
         best = _grow_context(ctx, best, cap)
+    if exact_check:  # the real plan; what-ifs skip these refinements
+        grown = _bigger_ubatch(ctx, best)
+        best = exact(ctx, grown)
+        if request.context is None and not _same_tiers(best, grown):
+            # the memory model found less room than the block arithmetic did: give back
+            # context, not weights (its extra bytes are now known to the trials)
+            again = trial(ctx, base.roles, base.kv_type, base.context, base.config.load_mtp)
+            best = exact(ctx, _grow_context(ctx, again, cap))
+        decisions.append(_kv_note(ctx, best))
+    if request.context is None:
         decisions.append(Note(Code.CONTEXT_FROM_BUDGET, (("context", best.context),
                                                          ("train", profile.n_ctx_train))))
         if best.context >= cap and cap < GOOD_CONTEXT:
             decisions.append(Note(Code.CONTEXT_TRAIN_LIMIT, (("train", cap),)))
         elif best.context < GOOD_CONTEXT:
             warnings.append(Note(Code.CONTEXT_BELOW_32K, (("context", best.context),)))
-    if exact_check:  # the real plan; what-ifs skip these refinements
-        best = exact(ctx, _bigger_ubatch(ctx, best))
-        decisions.append(_kv_note(ctx, best))
     speed = replace(best.speed, decode_tps=best.speed.decode_tps * spec.tokens_per_step
                     / spec.step_cost, spec=spec)
     return _assemble(ctx, best, speed, decisions, warnings, exact_check)
@@ -343,7 +353,8 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
         parallel=request.parallel, kv_type=best.kv_type, flash_attn=True,
         quant=profile.file_type, speculative=speed.spec, predicted=speed,
         warnings=tuple(warnings), engine=engine_params(inventory, profile, request, best),
-        spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout)
+        spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout,
+        draft_model=request.draft_path if speed.spec.mode == SpecMode.DRAFT else None)
     bottleneck = find_bottleneck(plan_, inventory)
     plan_ = replace(plan_, bottleneck=bottleneck)
     if real and (request.pins_placement or request.kv_type or request.spec):

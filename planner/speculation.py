@@ -61,6 +61,21 @@ def mtp_draft_seconds(inventory: Inventory, profile: ModelProfile, device: str,
     return device_time(inventory, load, threads).total_s
 
 
+def draft_bytes(draft: ModelProfile, context: int) -> int:
+    """Memory a draft model needs: its weights and an f16 KV cache for ``context``."""
+    kv = sum(la.n_head_kv * (la.head_dim_k + la.head_dim_v) * 2 for la in draft.layers)
+    return draft.weights_bytes + kv * context
+
+
+def draft_device(draft: ModelProfile, trial: Trial, main: str) -> str:
+    """Where the draft model runs: the Main GPU when what it needs is left there."""
+    if main == HOST:
+        return HOST
+    budget = next((r.budget_bytes for r in trial.roles if r.device == main), 0)
+    used = sum(m.total_bytes for m in trial.memory if m.device == main)
+    return main if budget - used >= draft_bytes(draft, trial.context) else HOST
+
+
 def draft_model_seconds(inventory: Inventory, draft: ModelProfile, device: str,
                         threads: int) -> float:
     """Seconds per token of a draft model run whole on ``device``."""
@@ -105,7 +120,8 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
     if request.parallel >= MAX_PARALLEL:
         return NO_SPEC, [_note(Code.SPEC_OFF_PARALLEL, parallel=request.parallel)], best
     if request.draft_profile is not None:
-        draft_s = draft_model_seconds(inventory, request.draft_profile, main, threads)
+        draft_s = draft_model_seconds(inventory, request.draft_profile,
+                                      draft_device(request.draft_profile, best, main), threads)
         a = acceptance_for(request.task, SpecMode.DRAFT)
         out = best_draft_length(SpecMode.DRAFT, a, token_s, draft_s, verify,
                                 *_moe_terms(profile, best))
@@ -162,7 +178,8 @@ def _pinned(inventory: Inventory, profile: ModelProfile, request: Request, best:
     elif mode == SpecMode.DRAFT:
         if request.draft_profile is None:
             return NO_SPEC, [_note(Code.SPEC_DRAFT_MISSING)], best
-        draft_s = draft_model_seconds(inventory, request.draft_profile, main, threads)
+        draft_s = draft_model_seconds(inventory, request.draft_profile,
+                                      draft_device(request.draft_profile, trial, main), threads)
     else:
         draft_s = 0.0
     token_s = trial.speed.token_s

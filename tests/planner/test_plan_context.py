@@ -76,6 +76,8 @@ def test_speculation_is_off_for_creative_writing_and_on_for_code_with_an_mtp_hea
     code = plan(rig(RTX_4090), model, Request(task=TaskKind.CODE, advise=False))
     creative = plan(rig(RTX_4090), model, Request(task=TaskKind.CREATIVE, advise=False))
     assert code.speculative.mode == SpecMode.MTP and code.speculative.draft_tokens >= 1
+    # the MTP head's weights and buffers are paid with context, never with spilled layers
+    assert Code.ALL_ON_GPU in code.reasons and code.context < creative.context
     assert code.speculative.tokens_per_step > 1.5
     assert creative.speculative.mode == SpecMode.OFF
     assert Code.SPEC_OFF_CREATIVE in _codes(creative.decisions)
