@@ -88,7 +88,7 @@ class MainWindow(QMainWindow):
         self.sidebar.setFixedWidth(self.fontMetrics().horizontalAdvance("M") * 12)
         self.stack = QStackedWidget()
         self.home = HomePage(self.state)
-        self.models = ModelsPage(self.state, _demo_path())
+        self.models = ModelsPage(self.state, self.runner, _demo_path())
         self.plan = PlanPage(self.state, self.runner)
         self.chat = ChatPage()
         self.server = ServerPage()

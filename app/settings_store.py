@@ -26,6 +26,7 @@ class AppSettings:
     gpu_reserve_bytes: int = 1 << 30        # kept free on every GPU
     host_reserve_bytes: int = 5 * 10**9     # kept free in RAM for the desktop
     default_task: str = "chat"
+    scan_other_apps: bool = True            # list LM Studio, Ollama, HF cache models too
 
     def with_changes(self, **changes: Any) -> AppSettings:
         """A copy with some fields changed."""
@@ -59,6 +60,7 @@ def load_settings(path: Path | None = None) -> AppSettings:
             host_reserve_bytes=max(0, int(doc.get("host_reserve_bytes",
                                                   defaults.host_reserve_bytes))),
             default_task=task if task in TASK_KINDS else defaults.default_task,
+            scan_other_apps=bool(doc.get("scan_other_apps", defaults.scan_other_apps)),
         )
     except (TypeError, ValueError, AttributeError) as exc:
         log.warning("settings file %s has bad values (%s); using defaults", target, exc)

@@ -63,6 +63,14 @@ SEGMENT_NAMES: dict[str, str] = {
     "over": QT_TRANSLATE_NOOP("Codes", "Over capacity"),
 }
 
+SOURCE_NAMES: dict[str, str] = {
+    "loadout": QT_TRANSLATE_NOOP("Codes", "Loadout downloads"),
+    "hf-cache": QT_TRANSLATE_NOOP("Codes", "Hugging Face cache"),
+    "lmstudio": QT_TRANSLATE_NOOP("Codes", "LM Studio"),
+    "ollama": QT_TRANSLATE_NOOP("Codes", "Ollama"),
+    "folder": QT_TRANSLATE_NOOP("Codes", "your folder"),
+}
+
 DEVICE_KINDS: dict[str, str] = {
     "gpu": QT_TRANSLATE_NOOP("Codes", "GPU"),
     "host": QT_TRANSLATE_NOOP("Codes", "RAM"),
@@ -223,6 +231,11 @@ def kv_text(kv: str) -> str:
 def segment_text(kind: str) -> str:
     """``kv`` -> "KV cache" (translated)."""
     return _lookup(SEGMENT_NAMES, kind)
+
+
+def source_text(source: str) -> str:
+    """``lmstudio`` -> "LM Studio": where a model was found."""
+    return _lookup(SOURCE_NAMES, source)
 
 
 def device_kind_text(kind: str) -> str:

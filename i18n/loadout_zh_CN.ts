@@ -119,6 +119,26 @@
         <translation>超出容量</translation>
     </message>
     <message>
+        <source>Loadout downloads</source>
+        <translation>Loadout 下载</translation>
+    </message>
+    <message>
+        <source>Hugging Face cache</source>
+        <translation>Hugging Face 缓存</translation>
+    </message>
+    <message>
+        <source>LM Studio</source>
+        <translation>LM Studio</translation>
+    </message>
+    <message>
+        <source>Ollama</source>
+        <translation>Ollama</translation>
+    </message>
+    <message>
+        <source>your folder</source>
+        <translation>你的文件夹</translation>
+    </message>
+    <message>
         <source>GPU</source>
         <translation>GPU</translation>
     </message>
@@ -689,6 +709,14 @@
         <translation>规划此模型</translation>
     </message>
     <message>
+        <source>Look again</source>
+        <translation>重新查找</translation>
+    </message>
+    <message>
+        <source>Looking for models on disk…</source>
+        <translation>正在磁盘上查找模型…</translation>
+    </message>
+    <message>
         <source>Demo model (SmolLM2 135M Instruct, {size})</source>
         <translation>演示模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
@@ -896,6 +924,10 @@
     <message>
         <source>Add folder…</source>
         <translation>添加文件夹…</translation>
+    </message>
+    <message>
+        <source>Also list the models of LM Studio, Ollama and the Hugging Face cache</source>
+        <translation>同时列出 LM Studio、Ollama 和 Hugging Face 缓存中的模型</translation>
     </message>
     <message>
         <source>Remove</source>

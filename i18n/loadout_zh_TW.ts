@@ -119,6 +119,26 @@
         <translation>超出容量</translation>
     </message>
     <message>
+        <source>Loadout downloads</source>
+        <translation>Loadout 下載</translation>
+    </message>
+    <message>
+        <source>Hugging Face cache</source>
+        <translation>Hugging Face 快取</translation>
+    </message>
+    <message>
+        <source>LM Studio</source>
+        <translation>LM Studio</translation>
+    </message>
+    <message>
+        <source>Ollama</source>
+        <translation>Ollama</translation>
+    </message>
+    <message>
+        <source>your folder</source>
+        <translation>你的資料夾</translation>
+    </message>
+    <message>
         <source>GPU</source>
         <translation>GPU</translation>
     </message>
@@ -689,6 +709,14 @@
         <translation>規劃此模型</translation>
     </message>
     <message>
+        <source>Look again</source>
+        <translation>重新尋找</translation>
+    </message>
+    <message>
+        <source>Looking for models on disk…</source>
+        <translation>正在磁碟上尋找模型…</translation>
+    </message>
+    <message>
         <source>Demo model (SmolLM2 135M Instruct, {size})</source>
         <translation>示範模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
@@ -896,6 +924,10 @@
     <message>
         <source>Add folder…</source>
         <translation>新增資料夾…</translation>
+    </message>
+    <message>
+        <source>Also list the models of LM Studio, Ollama and the Hugging Face cache</source>
+        <translation>同時列出 LM Studio、Ollama 與 Hugging Face 快取中的模型</translation>
     </message>
     <message>
         <source>Remove</source>

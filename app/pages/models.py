@@ -1,9 +1,15 @@
-"""Models: pick the model to plan — the demo model, a local .gguf, or one found in a folder."""
+"""Models: pick the model to plan — the demo model, a local .gguf, or one found on disk.
+
+The list comes from the engine's library scan (Loadout's own downloads, folders the user
+added, and, when the setting allows, the Hugging Face cache, LM Studio and Ollama),
+run off the UI thread.
+"""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
@@ -19,38 +25,55 @@ from PySide6.QtWidgets import (
 
 from app.formatting import fmt_bytes
 from app.state import AppState
+from app.texts import source_text
+from app.workers import Job, WorkerRunner
 
 log = logging.getLogger(__name__)
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 
 
-def find_models(folders: tuple[str, ...], limit: int = 500) -> list[Path]:
-    """The .gguf files in ``folders`` (recursively; the first shard of split models)."""
-    found: list[Path] = []
-    for folder in folders:
-        base = Path(folder).expanduser()
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*.gguf")):
-            if "-of-" in path.stem and not path.stem.split("-of-")[0].endswith("00001"):
-                continue
-            found.append(path)
-            if len(found) >= limit:
-                return found
-    return found
+def scan_models(folders: tuple[str, ...], other_apps: bool) -> tuple[Any, ...]:
+    """The GGUF models in ``folders`` and Loadout's own folder (and other apps' folders).
+
+    Returns ``engine.hub.library.LibraryEntry`` values, headers read.
+    """
+    from engine.hub import library
+
+    roots = [r for r in library.default_roots()
+             if other_apps or r.source is library.Source.LOADOUT]
+    roots += [library.Root(Path(f).expanduser(), library.Source.FOLDER) for f in folders]
+    return library.scan(roots)
+
+
+def find_models(folders: tuple[str, ...]) -> list[Path]:
+    """The model files in ``folders`` only (the first file of a split model)."""
+    return [e.path for e in scan_models(folders, other_apps=False)
+            if any(_inside(e.path, f) for f in folders)]
+
+
+def _inside(path: Path, folder: str) -> bool:
+    try:
+        path.relative_to(Path(folder).expanduser())
+    except ValueError:
+        return False
+    return True
 
 
 class ModelsPage(QWidget):
     """The list of models Loadout knows; choosing one selects it for the Plan page."""
 
     sig_model_chosen = Signal(object)  # Path
+    sig_models_listed = Signal()
 
-    def __init__(self, state: AppState, demo_path: Path | None,
+    def __init__(self, state: AppState, runner: WorkerRunner, demo_path: Path | None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._state = state
+        self._runner = runner
         self.demo_path = demo_path
+        self.entries: tuple[Any, ...] = ()
+        self._scanning = False
         self.title = QLabel()
         self.title.setObjectName("pageTitle")
         self.hint = QLabel()
@@ -61,10 +84,13 @@ class ModelsPage(QWidget):
         self.open_button.clicked.connect(self._on_open_clicked)
         self.use_button = QPushButton()
         self.use_button.clicked.connect(self._on_use_clicked)
+        self.rescan_button = QPushButton()
+        self.rescan_button.clicked.connect(self.scan)
         self.selected = QLabel()
         buttons = QHBoxLayout()
         buttons.addWidget(self.use_button)
         buttons.addWidget(self.open_button)
+        buttons.addWidget(self.rescan_button)
         buttons.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
@@ -72,9 +98,23 @@ class ModelsPage(QWidget):
         layout.addWidget(self.list, 1)
         layout.addLayout(buttons)
         layout.addWidget(self.selected)
-        state.sig_settings_changed.connect(self.refresh)
+        state.sig_settings_changed.connect(self.scan)
         state.sig_model_changed.connect(self._update_selected)
         self.retranslate()
+        self.scan()
+
+    def scan(self) -> None:
+        """Look for models on disk again (off the UI thread)."""
+        folders = self._state.settings.model_folders
+        other_apps = self._state.settings.scan_other_apps
+
+        def job(_job: Job) -> tuple[Any, ...]:
+            return scan_models(folders, other_apps)
+
+        self._scanning = True
+        self._update_hint()
+        self._runner.submit("library", job, self._on_scanned,
+                            on_failed=lambda _e: self._on_scanned(()))
 
     def changeEvent(self, event: QEvent) -> None:
         if event.type() == QEvent.Type.LanguageChange:
@@ -84,27 +124,50 @@ class ModelsPage(QWidget):
     def retranslate(self) -> None:
         """Set every visible text in the current language."""
         self.title.setText(self.tr("Models"))
-        self.hint.setText(self.tr("Pick a model to plan it. Folders to search are set in "
-                                  "Settings."))
         self.open_button.setText(self.tr("Open a .gguf file…"))
         self.use_button.setText(self.tr("Plan this model"))
+        self.rescan_button.setText(self.tr("Look again"))
+        self._update_hint()
         self.refresh()
 
+    def _update_hint(self) -> None:
+        if self._scanning:
+            self.hint.setText(self.tr("Looking for models on disk…"))
+        else:
+            self.hint.setText(self.tr("Pick a model to plan it. Folders to search are set in "
+                                      "Settings."))
+
+    def _on_scanned(self, entries: tuple[Any, ...]) -> None:
+        self.entries = entries
+        self._scanning = False
+        self._update_hint()
+        self.refresh()
+        self.sig_models_listed.emit()
+
     def refresh(self) -> None:
-        """Rebuild the list: the demo model first, then the models found in folders."""
+        """Rebuild the list: the demo model first, then the models found on disk."""
+        current = self.list.currentItem()
+        keep = current.data(PATH_ROLE) if current is not None else None
         self.list.clear()
         if self.demo_path is not None:
             item = QListWidgetItem(self.tr("Demo model (SmolLM2 135M Instruct, {size})").format(
                 size=fmt_bytes(_size(self.demo_path))))
             item.setData(PATH_ROLE, str(self.demo_path))
             self.list.addItem(item)
-        for path in find_models(self._state.settings.model_folders):
-            item = QListWidgetItem(f"{path.name}  ·  {fmt_bytes(_size(path))}")
-            item.setToolTip(str(path))
-            item.setData(PATH_ROLE, str(path))
+        for entry in self.entries:
+            details = [entry.quant or "", fmt_bytes(entry.size_bytes),
+                       source_text(entry.source.value)]
+            item = QListWidgetItem(" · ".join([entry.name, *[d for d in details if d]]))
+            item.setToolTip(str(entry.path) if not entry.error else entry.error)
+            item.setData(PATH_ROLE, str(entry.path))
             self.list.addItem(item)
-        if self.list.count():
-            self.list.setCurrentRow(0)
+        for row in range(self.list.count()):
+            if self.list.item(row).data(PATH_ROLE) == keep:
+                self.list.setCurrentRow(row)
+                break
+        else:
+            if self.list.count():
+                self.list.setCurrentRow(0)
         self._update_selected()
 
     def _update_selected(self) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QUrl, Signal
 from PySide6.QtWidgets import (
     QApplication,
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -52,9 +53,12 @@ class SettingsPage(QWidget):
         folder_buttons.addWidget(self.add_folder)
         folder_buttons.addWidget(self.remove_folder)
         folder_buttons.addStretch(1)
+        self.other_apps = QCheckBox()
+        self.other_apps.toggled.connect(self._on_field_changed)
         folder_box = QVBoxLayout()
         folder_box.addWidget(self.folders)
         folder_box.addLayout(folder_buttons)
+        folder_box.addWidget(self.other_apps)
 
         self.language = QComboBox()
         self.theme = QComboBox()
@@ -105,6 +109,8 @@ class SettingsPage(QWidget):
         for label, name in zip(self.labels, names, strict=True):
             label.setText(name)
         self.add_folder.setText(self.tr("Add folder…"))
+        self.other_apps.setText(self.tr("Also list the models of LM Studio, Ollama and the "
+                                        "Hugging Face cache"))
         self.remove_folder.setText(self.tr("Remove"))
         self.gpu_reserve.setSuffix(" MiB")
         self.host_reserve.setSuffix(" GiB")
@@ -117,6 +123,7 @@ class SettingsPage(QWidget):
         try:
             self.folders.clear()
             self.folders.addItems(list(s.model_folders))
+            self.other_apps.setChecked(s.scan_other_apps)
             self.language.clear()
             self.language.addItem(self.tr("Same as the system"), "")
             for code, name in LANGUAGES.items():
@@ -150,6 +157,7 @@ class SettingsPage(QWidget):
             gpu_reserve_bytes=self.gpu_reserve.value() * MIB,
             host_reserve_bytes=int(self.host_reserve.value() * GIB),
             default_task=str(self.task.currentData() or "chat"),
+            scan_other_apps=self.other_apps.isChecked(),
         )
 
     def add_model_folder(self, folder: Path) -> None:

@@ -91,7 +91,9 @@ def make_window(qtbot: Any) -> Iterator[Any]:
 
     def build(inventory: Inventory | None = None, settings: AppSettings | None = None
               ) -> MainWindow:
-        window = MainWindow(settings or AppSettings(), switcher, detect=False)
+        # Other apps' model folders are the developer's own: never listed in tests.
+        window = MainWindow(settings or AppSettings(scan_other_apps=False), switcher,
+                            detect=False)
         qtbot.addWidget(window)
         if inventory is not None:
             window.set_detected(inventory)

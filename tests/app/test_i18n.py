@@ -101,6 +101,7 @@ def _visible_texts(root: QWidget) -> dict[str, str]:
 # Words that stay as they are in every language: names, units, file types, code.
 KEEP = re.compile(r"GeForce|RTX|Ryzen|SmolLM2|Instruct|GiB|MiB|KiB|GB/s|t/s|GGUF|gguf|KV|"
                   r"GPU|CPU|NVMe|MTP|RoPE|OpenAI|API|MoE|Loadout|loadout|chat|serve|MODEL|token|"
+                  r"LM Studio|Ollama|Hugging Face|"
                   r"f16|q8_0|q4_0|ms|[A-Za-z]:?/[^ ]*|/[^ ]*|\S+\.gguf|Auto\b(?=$)|"
                   r"English|<[^>]+>|&\w+;")
 

@@ -62,15 +62,18 @@ def test_settings_page_saves_what_it_edits(make_window: Any, rig: Inventory) -> 
 
 
 def test_models_page_lists_the_demo_and_gguf_files_in_model_folders(
-        make_window: Any, rig: Inventory, tmp_path: Path, demo_model: Path) -> None:
+        make_window: Any, rig: Inventory, tmp_path: Path, demo_model: Path,
+        qtbot: Any) -> None:
     (tmp_path / "sub").mkdir()
     write_llama(tmp_path / "sub" / "tiny.gguf", header_only=True)
     (tmp_path / "notes.txt").write_text("not a model")
     assert find_models((str(tmp_path),)) == [tmp_path / "sub" / "tiny.gguf"]
-    window = make_window(rig, AppSettings(model_folders=(str(tmp_path),)))
+    window = make_window(rig, AppSettings(model_folders=(str(tmp_path),),
+                                          scan_other_apps=False))
+    qtbot.waitUntil(lambda: window.models.list.count() == 2, timeout=10000)
     items = [window.models.list.item(i) for i in range(window.models.list.count())]
     assert items[0].text().startswith("Demo model")
-    assert any("tiny.gguf" in item.text() for item in items)
+    assert "sub/tiny.gguf · F16" in items[1].text() and "your folder" in items[1].text()
 
 
 def test_a_broken_model_file_reaches_the_error_handler(make_window: Any, rig: Inventory,
