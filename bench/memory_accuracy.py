@@ -92,12 +92,14 @@ class _Capture(logging.Handler):
 
 
 def synthetic_models(folder: Path) -> dict[str, Path]:
-    """Header-only (sparse) synthetic models with realistic proportions."""
+    """Header-only (sparse) synthetic models with realistic proportions (and one split
+    into three files, read as one)."""
     from tests.helpers.gguf_factory import (
         Shape,
         qwen35_kv,
         write_gemma3,
         write_llama,
+        write_llama_split,
         write_qwen3moe,
         write_qwen35,
     )
@@ -113,6 +115,8 @@ def synthetic_models(folder: Path) -> dict[str, Path]:
         "qwen3moe": write_qwen3moe(folder / "qwen3moe.gguf", moe, header_only=True),
         "gemma3-swa": write_gemma3(folder / "gemma3.gguf", gemma, header_only=True),
         "qwen35-hybrid": write_qwen35(folder / "qwen35.gguf", hybrid, header_only=True),
+        "llama-split-3": write_llama_split(folder / "split-00001-of-00003.gguf", 3,
+                                           Shape(n_layers=6, **common), header_only=True),
     }
 
 
