@@ -204,6 +204,8 @@ class _Generation:
         self.ctx.metrics.in_flight.set(self.ctx.state.in_flight)
         if chunk is not None:
             self.ctx.metrics.generation_done(chunk.finish_reason or "cancelled", chunk.metrics)
+        else:  # the client left: the engine's last chunk goes to nobody
+            self.ctx.metrics.finished.inc(labels=("cancelled",))
 
     async def collect(self, request: Request) -> tuple[str, Chunk]:
         """The whole text and the last chunk; cancels if the client leaves first."""
@@ -332,8 +334,9 @@ def _routes(ctx: _Ctx) -> list[Route]:
         return _json(oa.models_list(served))
 
     async def chat(request: Request) -> Response:
+        body = await _read_json(request)
         _, served = state.require()
-        parsed = oa.parse_chat(await _read_json(request), served)
+        parsed = oa.parse_chat(body, served)
         gen = _Generation(ctx, parsed, "messages")
         if parsed.stream:
             return sse.EventStreamResponse(_chat_events(gen), gen.handle.cancel)
@@ -347,8 +350,9 @@ def _routes(ctx: _Ctx) -> list[Route]:
                                       last.loop_guard))
 
     async def completions(request: Request) -> Response:
+        body = await _read_json(request)
         _, served = state.require()
-        parsed = oa.parse_completion(await _read_json(request), served)
+        parsed = oa.parse_completion(body, served)
         gen = _Generation(ctx, parsed, "prompt")
         if parsed.stream:
             return sse.EventStreamResponse(_completion_events(gen), gen.handle.cancel)

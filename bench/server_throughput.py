@@ -1,0 +1,216 @@
+"""Decode throughput of ``loadout serve`` against llama.cpp's own ``llama-server``.
+
+Both servers run on the same machine, model, threads and slot count (``-np N`` /
+``--parallel N``), in the same run, alternating rounds; ``llama-server`` is built from the
+engine's own sdist by ``bench/llama_tools.py`` (kept in a cache folder, never committed).
+A light asyncio client (raw HTTP/1.1, the same code for both) measures:
+
+- single-stream decode t/s: one streamed completion of ``--tokens`` tokens, generated
+  tokens after the first / time from the first to the last streamed token;
+- aggregate decode t/s: ``--streams`` concurrent streams of ``--tokens`` tokens each,
+  (all tokens - one per stream) / (first token of any stream -> last token of all).
+
+The prompt is a counting sequence that greedy decoding continues for hundreds of tokens,
+so every stream really generates ``--tokens`` tokens. The best round of each side is kept
+(on a shared machine the best run is the one least disturbed). Targets: aggregate >= 0.9 x
+llama-server, single stream >= 0.95 x.
+
+    python bench/server_throughput.py [--model demo] [--streams 8] [--tokens 128]
+                                      [--threads N] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PROMPT = "1, 2, 3, 4, 5, 6, 7, 8,"
+TARGET_AGGREGATE = 0.9
+TARGET_SINGLE = 0.95
+
+
+@dataclass
+class StreamResult:
+    first: float
+    last: float
+    tokens: int
+
+
+async def _stream(host: str, port: int, body: dict[str, Any]) -> StreamResult:
+    """POST a streaming completion; times of the first and last token, tokens generated."""
+    reader, writer = await asyncio.open_connection(host, port)
+    payload = json.dumps(body).encode()
+    writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: %s\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                 b"Connection: close\r\n\r\n" % (host.encode(), len(payload)) + payload)
+    await writer.drain()
+    status = await reader.readline()
+    if b" 200 " not in status:
+        raise RuntimeError(f"server answered {status!r}: {await reader.read(2000)!r}")
+    first = last = 0.0
+    tokens = 0
+    while True:
+        line = await reader.readline()
+        if not line:
+            break
+        if not line.startswith(b"data: {"):
+            continue
+        now = time.perf_counter()
+        doc = json.loads(line[6:])
+        if doc.get("choices") and doc["choices"][0].get("text"):
+            first = first or now
+            last = now
+        if doc.get("usage"):
+            tokens = int(doc["usage"]["completion_tokens"])
+    writer.close()
+    return StreamResult(first, last, tokens)
+
+
+def _body(tokens: int, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "bench", "prompt": PROMPT, "max_tokens": tokens, "temperature": 0,
+            "stream": True, "stream_options": {"include_usage": True}, **extra}
+
+
+async def _measure(host: str, port: int, streams: int, tokens: int,
+                   extra: dict[str, Any]) -> dict[str, float]:
+    one = await _stream(host, port, _body(tokens, extra))
+    single = (one.tokens - 1) / (one.last - one.first)
+    results = await asyncio.gather(*(_stream(host, port, _body(tokens, extra))
+                                     for _ in range(streams)))
+    total = sum(r.tokens for r in results)
+    window = max(r.last for r in results) - min(r.first for r in results)
+    return {"single_decode_tps": single, "aggregate_decode_tps": (total - streams) / window,
+            "single_tokens": one.tokens, "aggregate_tokens": total}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_health(port: int, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the server exited while starting")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise TimeoutError("the server did not become healthy")
+
+
+class Server:
+    """One server process, started and stopped around a round."""
+
+    def __init__(self, name: str, argv: list[str], port: int, extra: dict[str, Any],
+                 log_dir: Path) -> None:
+        self.name, self.argv, self.port, self.extra = name, argv, port, extra
+        self.log = log_dir / f"{name}.log"
+
+    def __enter__(self) -> Server:
+        env = {**os.environ, "LOADOUT_HOME": str(self.log.parent / "home")}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=log, env=env,
+                                         cwd=ROOT)
+        _wait_health(self.port, self.proc)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="demo")
+    parser.add_argument("--streams", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--ctx", type=int, default=512, help="context per slot")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="print only the JSON result")
+    args = parser.parse_args(argv)
+
+    from bench.llama_tools import build
+    from engine.models import resolve_local_model
+
+    model = resolve_local_model(args.model)
+    llama_server = build(("llama-server",))["llama-server"]
+    log_dir = Path(tempfile.mkdtemp(prefix="server-throughput-"))
+    np_, ctx, t = str(args.streams), args.ctx, str(args.threads)
+    p1, p2 = _free_port(), _free_port()
+    servers = [
+        Server("llama-server", [str(llama_server), "-m", str(model), "-np", np_,
+                                "-c", str(ctx * args.streams), "-t", t, "-tb", t,
+                                "--host", "127.0.0.1", "--port", str(p1), "--no-webui"],
+               p1, {}, log_dir),
+        Server("loadout", [sys.executable, "-m", "loadout", "serve", str(model),
+                           "--parallel", np_, "--ctx", str(ctx), "--threads", t,
+                           "--host", "127.0.0.1", "--port", str(p2)],
+               p2, {}, log_dir),
+    ]
+    best: dict[str, dict[str, float]] = {}
+    for round_ in range(args.rounds):
+        for server in servers:
+            with server:
+                asyncio.run(_measure("127.0.0.1", server.port, 1, 16, server.extra))  # warm
+                got = asyncio.run(_measure("127.0.0.1", server.port, args.streams,
+                                           args.tokens, server.extra))
+            if not args.json:
+                print(f"round {round_ + 1} {server.name:>12}: single "
+                      f"{got['single_decode_tps']:7.1f} t/s decode, {args.streams} streams "
+                      f"{got['aggregate_decode_tps']:7.1f} t/s aggregate decode "
+                      f"({got['single_tokens']:.0f} / {got['aggregate_tokens']:.0f} tokens)",
+                      flush=True)
+            old = best.setdefault(server.name, dict(got))
+            for key in ("single_decode_tps", "aggregate_decode_tps"):
+                old[key] = max(old[key], got[key])
+    ref, ours = best["llama-server"], best["loadout"]
+    result = {
+        "model": model.name, "streams": args.streams, "tokens": args.tokens,
+        "threads": args.threads, "rounds": args.rounds, "llama_server": ref, "loadout": ours,
+        "single_ratio": ours["single_decode_tps"] / ref["single_decode_tps"],
+        "aggregate_ratio": ours["aggregate_decode_tps"] / ref["aggregate_decode_tps"],
+        "targets": {"single_ratio": TARGET_SINGLE, "aggregate_ratio": TARGET_AGGREGATE},
+    }
+    result["pass"] = result["single_ratio"] >= TARGET_SINGLE and \
+        result["aggregate_ratio"] >= TARGET_AGGREGATE
+    if not args.json:
+        print(f"best single-stream decode: loadout {ours['single_decode_tps']:.1f} t/s vs "
+              f"llama-server {ref['single_decode_tps']:.1f} t/s = "
+              f"{result['single_ratio']:.2f}x (target {TARGET_SINGLE}x)")
+        print(f"best aggregate decode ({args.streams} streams x {args.tokens} tokens): loadout "
+              f"{ours['aggregate_decode_tps']:.1f} t/s vs llama-server "
+              f"{ref['aggregate_decode_tps']:.1f} t/s = {result['aggregate_ratio']:.2f}x "
+              f"(target {TARGET_AGGREGATE}x)")
+    print(json.dumps(result))
+    return 0 if result["pass"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
