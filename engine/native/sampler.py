@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
+
 from engine.errors import EngineError
 from engine.native.model import llama
 
@@ -29,6 +31,11 @@ class SamplerChain:
         if repeat_penalty != 1.0 or presence_penalty or frequency_penalty:
             add(self.ptr, lib.llama_sampler_init_penalties(
                 n_vocab, PENALTY_LAST_N, repeat_penalty, frequency_penalty, presence_penalty))
+        self._n_vocab = n_vocab
+        # plain greedy needs no sampler at all: an argmax over the logits row is ~10x
+        # cheaper than filling llama.cpp's candidate array for the whole vocabulary
+        self.plain_greedy = temperature <= 0.0 and not grammar and repeat_penalty == 1.0 \
+            and not presence_penalty and not frequency_penalty
         if temperature <= 0.0:
             add(self.ptr, lib.llama_sampler_init_greedy())
             return
@@ -44,7 +51,12 @@ class SamplerChain:
 
     def sample(self, ctx: Any, index: int) -> int:
         """Sample (and accept) the next token from the logits at batch ``index``."""
-        return int(llama().llama_sampler_sample(self.ptr, ctx, index))
+        lib = llama()
+        if self.plain_greedy:
+            row = lib.llama_get_logits_ith(ctx, index)
+            if row:
+                return int(np.ctypeslib.as_array(row, shape=(self._n_vocab,)).argmax())
+        return int(lib.llama_sampler_sample(self.ptr, ctx, index))
 
     def free(self) -> None:
         """Release the chain and its samplers; idempotent."""

@@ -19,7 +19,6 @@ class Vocab:
         self.bos = int(lib.llama_vocab_bos(vocab))
         self.eos = int(lib.llama_vocab_eos(vocab))
         self._pieces: dict[int, bytes] = {}
-        self._buf = ctypes.create_string_buffer(256)
 
     def tokenize(self, text: str, add_special: bool = True,
                  parse_special: bool = True) -> list[int]:
@@ -42,13 +41,12 @@ class Vocab:
         if cached is not None:
             return cached
         lib = llama()
-        n = lib.llama_token_to_piece(self.ptr, token, self._buf, len(self._buf), 0, False)
+        buf = ctypes.create_string_buffer(64)  # per call: any thread may ask
+        n = lib.llama_token_to_piece(self.ptr, token, buf, len(buf), 0, False)
         if n < 0:
             buf = ctypes.create_string_buffer(-n)
             n = lib.llama_token_to_piece(self.ptr, token, buf, len(buf), 0, False)
-            data = buf.raw[:n]
-        else:
-            data = self._buf.raw[:n]
+        data = buf.raw[:n]
         self._pieces[token] = data
         return data
 
