@@ -169,3 +169,11 @@ def test_context_parameters_are_applied(wide_kv_gguf: Path) -> None:
     assert len(status["slots"]) == 4
     assert re.search(r"n_batch\s*=\s*256", log) and re.search(r"n_ubatch\s*=\s*128", log)
     assert re.search(r"K \(q8_0\)", log) and re.search(r"V \(q8_0\)", log)
+    # use_mmap=False: weights copied into a plain CPU buffer, not mapped from the file
+    assert re.search(r"CPU model buffer size", log) and "CPU_Mapped" not in log
+
+
+def test_weights_are_mapped_from_the_file_by_default(llama_gguf: Path) -> None:
+    with Engine(LaunchSpec(str(llama_gguf), n_threads=1, n_ctx=256)) as eng:
+        log = "\n".join(eng.load_log)
+    assert "load_mode = mmap" in log and "CPU_Mapped model buffer size" in log
