@@ -689,6 +689,10 @@
         <source>{used} of {capacity}</source>
         <translation>{used} / {capacity}</translation>
     </message>
+    <message>
+        <source>{size} · layers {spans}</source>
+        <translation>{size} · 第 {spans} 层</translation>
+    </message>
 </context>
 <context>
     <name>ModelsPage</name>

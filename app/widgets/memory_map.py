@@ -179,8 +179,13 @@ class MemoryMap(QWidget):
 
     def _paint_segment_text(self, painter: QPainter, rect: QRectF, seg: MapSegment,
                             dark: bool) -> None:
-        text = fmt_bytes(seg.nbytes)
         metrics = QFontMetrics(self.font())
+        text = fmt_bytes(seg.nbytes)
+        if seg.layers and seg.kind in ("weights", "experts"):
+            spans = ", ".join(f"{a}–{b - 1}" for a, b in seg.layers)
+            longer = self.tr("{size} · layers {spans}").format(size=text, spans=spans)
+            if metrics.horizontalAdvance(longer) + 8 <= rect.width():
+                text = longer
         if metrics.horizontalAdvance(text) + 8 > rect.width():
             return
         light_bg = seg.kind == "free" and not dark

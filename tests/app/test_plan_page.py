@@ -188,3 +188,16 @@ def test_a_model_larger_than_memory_shows_the_disk_and_says_so(
     sentence = "What RAM cannot hold stays on disk"
     assert text.count(sentence) == 1  # a code named as warning and reason shows once
     assert "⚠" in text
+
+
+def test_a_machine_without_gpus_plans_on_the_cpu(make_window: Any, demo_model: Path,
+                                                 qtbot: Any) -> None:
+    from tests.app.conftest import rig_doc
+
+    window = make_window(Inventory.from_json(rig_doc([])))
+    page = _open(window, qtbot, demo_model)
+    assert page.memory_map.bars()[0].kind == "host"
+    assert page.roles.empty.isVisible() and not page.roles.buttons
+    home = window.home
+    assert home.no_gpu.isVisibleTo(home) and not home.gpu_table.isVisibleTo(home)
+    assert page.speed_values[0].text() not in ("", "—")
