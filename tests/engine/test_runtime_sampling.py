@@ -98,3 +98,17 @@ def test_detokenizer_keeps_characters_split_across_tokens(engine: Engine) -> Non
     assert "\ufffd" not in "".join(pieces)  # no half character is ever shown
     # a character really did arrive in several tokens: some pieces were held back empty
     assert "" in pieces
+
+
+def test_prompt_longer_than_the_batch_is_prefilled_in_chunks(engine: Engine,
+                                                             demo_model: Path) -> None:
+    request = GenerationRequest(
+        messages=({"role": "system", "content": "Answer in one sentence. " * 12},
+                  {"role": "user", "content": "What is the capital of France?"}),
+        params=SamplingParams(temperature=0.0, max_tokens=12))
+    whole = engine.submit(request).result(60)
+    with Engine(LaunchSpec(str(demo_model), n_threads=1, n_ctx=1024, n_batch=32,
+                           n_ubatch=32)) as small:
+        chunked = small.submit(request).result(60)
+    assert chunked.metrics.prompt_tokens > 2 * 32  # three chunks at least
+    assert chunked.text == whole.text
