@@ -65,6 +65,7 @@ class GraphParams:
     output_device: str = "host"
     input_device: str = "host"
     mtp: bool = False   # the MTP draft graph: embeddings + the trunk's hidden state in
+    output_copy: int = 0  # a host output weight copied to the output device (op offload)
 
 
 class _Builder:
@@ -212,10 +213,10 @@ class _Builder:
 
     def dense(self, x: Tensor, n_ff: int, t: int, dev: str) -> Tensor:
         g = self.g
-        gate = g.op(n_ff * t * F32, dev, x)
-        up = g.op(n_ff * t * F32, dev, x)
+        gate = g.op(n_ff * t * F32, dev, x, self._copy())
+        up = g.op(n_ff * t * F32, dev, x, self._copy())
         par = g.op(n_ff * t * F32, dev, gate, up)          # swiglu (not in place)
-        return g.op(self.p.n_embd * t * F32, dev, par)
+        return g.op(self.p.n_embd * t * F32, dev, par, self._copy())
 
     def build(self, layers: tuple[LayerShape, ...], with_output: bool) -> Graph:
         g, p = self.g, self.p
@@ -243,13 +244,19 @@ class _Builder:
                 cur = self.norm(cur, dev)
             res = g.op(cur.size, dev, cur, inp, inplace=True)       # + residual
             cur = self.ffn(self.norm(res, dev), s, t)
+            while self._copies:  # copies no matmul took (a block without an FFN)
+                cur = g.op(cur.size, dev, cur, self._copies.pop(0), inplace=True)
             if s.post_norms:
                 cur = self.norm(cur, dev)
             inp = g.op(cur.size, dev, cur, res, inplace=True)
         if with_output:
+            copy = None
+            if p.output_copy:
+                copy = g.op(p.output_copy, p.output_device, self.tokens)
+                g.expand(copy)
             out = self.norm(self.move(inp, p.output_device), p.output_device)
             g.mark_output(out)                              # t_embd is kept
-            logits = g.op(p.n_vocab * p.n_outputs * F32, p.output_device, out)
+            logits = g.op(p.n_vocab * p.n_outputs * F32, p.output_device, out, copy)
             g.mark_output(logits)
             g.expand(logits)
         else:

@@ -256,9 +256,14 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
     ordered = [(la, d) for d in devices for la in layers_of[d]]
     ordered.sort(key=lambda item: item[0].index)
     experts = placement.expert_devices
+    gpus = [d for d in devices if d != HOST]
+    # with a GPU present, llama.cpp runs the matmuls of host-resident weights on the first
+    # GPU for prompt batches (op offload), copying the weights into its compute buffer
+    offload = gpus[0] if gpus else None
     shapes = tuple(_compress(tuple(
-        _layer_shape(profile, la, config, size, d,
-                     experts[min(la.index, len(experts) - 1)] if experts else d)
+        _offloaded(_layer_shape(profile, la, config, size, d,
+                                experts[min(la.index, len(experts) - 1)] if experts else d),
+                   la, offload)
         for la, d in ordered)))
     attn = [la for la, _ in ordered if la.n_head_kv]
     head_k = attn[0].head_dim_k if attn else 0
@@ -271,13 +276,25 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
         v_rot=_rot(config.type_v, head_v, grow=False) if head_v else 0,
         v_trans_width=0 if config.flash_attn else _v_width_max(profile),
         n_pos=4 if profile.architecture in _MULTI_POS else 1,
-        output_device=placement.output_device)
+        output_device=offload if placement.output_device == HOST and offload
+        else placement.output_device,
+        output_copy=profile.output_bytes or profile.token_embd_bytes
+        if placement.output_device == HOST and offload else 0)
     for dev, nbytes in compute_bytes(shapes, params, True):
         result[dev] = result.get(dev, 0) + nbytes
     if config.load_mtp and mtp:
         for dev, nbytes in _mtp_compute(profile, config, size, params, mtp):
             result[dev] = result.get(dev, 0) + nbytes
     return result
+
+
+def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None) -> LayerShape:
+    """A host layer's share of the graph when a GPU takes its matmuls (op offload): the
+    weights of each split are copied in; attention stays with the KV cache in host memory."""
+    if shape.device != HOST or offload is None:
+        return shape
+    copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4  # ~ not q/k/v
+    return replace(shape, device=offload, attn_device=HOST, offload_copy=copied // 3)
 
 
 def _mtp_compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,

@@ -212,3 +212,15 @@ def test_each_gpu_of_a_split_holds_its_share_of_the_graph(
     assert devs["gpu0"].compute_bytes >= mask  # each GPU gets its copy of the inputs
     assert devs["gpu1"].compute_bytes >= mask
     assert devs["host"].compute_bytes < mask  # the embedding rows only
+
+
+def test_gpu_takes_the_prompt_matmuls_of_host_layers(models: dict[str, ModelProfile]) -> None:
+    m = models["llama"]
+    partial = Placement(("gpu0", "host"), ("gpu0", "host"), output_device="host")
+    devs = {d.device: d for d in estimate(m, MemoryConfig(n_ctx=2048, flash_attn=True),
+                                          partial)}
+    logits = 512 * S.n_vocab * 4
+    # op offload: the host output head runs on the GPU, with its weight copied in
+    assert devs["gpu0"].compute_bytes >= logits + m.output_bytes
+    mask = 2048 * 512 * 2
+    assert devs["host"].compute_bytes < mask + 512 * S.n_embd * 4 * 8  # attention only
