@@ -84,8 +84,16 @@ def _body(tokens: int, extra: dict[str, Any]) -> dict[str, Any]:
             "stream": True, "stream_options": {"include_usage": True}, **extra}
 
 
+def _model_id(host: str, port: int) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{host}:{port}/v1/models", timeout=10) as resp:
+        return str(json.loads(resp.read())["data"][0]["id"])
+
+
 async def _measure(host: str, port: int, streams: int, tokens: int,
                    extra: dict[str, Any]) -> dict[str, float]:
+    extra = {"model": _model_id(host, port), **extra}
     one = await _stream(host, port, _body(tokens, extra))
     single = (one.tokens - 1) / (one.last - one.first)
     results = await asyncio.gather(*(_stream(host, port, _body(tokens, extra))

@@ -254,6 +254,8 @@ async def _chat_events(gen: _Generation) -> AsyncIterator[bytes]:
     tools = gen.parsed.tools
     parts: list[str] = []
     last: Chunk | None = None
+    content_event = sse.DeltaEvents(oa.chat_chunk(rid, created, model,
+                                                  {"content": sse.DeltaEvents.PLACEHOLDER}))
     try:
         yield sse.encode_event(oa.chat_chunk(rid, created, model,
                                              {"role": "assistant", "content": ""}))
@@ -263,8 +265,7 @@ async def _chat_events(gen: _Generation) -> AsyncIterator[bytes]:
                 if tools:  # a tool call is only known once the answer is whole
                     parts.append(chunk.text)
                 else:
-                    yield sse.encode_event(oa.chat_chunk(rid, created, model,
-                                                         {"content": chunk.text}))
+                    yield content_event.event(chunk.text)
         assert last is not None
         if last.finish_reason in ("error", "cancelled"):
             yield _error_event(last)
@@ -297,12 +298,13 @@ async def _completion_events(gen: _Generation) -> AsyncIterator[bytes]:
     model, rid, created = gen.served.id, oa.new_id("cmpl"), gen.created
     last: Chunk | None = None
     prefix = (gen.parsed.generation.prompt or "") if gen.parsed.echo else ""
+    text_event = sse.DeltaEvents(oa.completion_response(
+        rid, created, model, sse.DeltaEvents.PLACEHOLDER, None, None))
     try:
         async for chunk in gen.handle:
             last = chunk
             if chunk.finish_reason is None and (chunk.text or prefix):
-                yield sse.encode_event(oa.completion_response(
-                    rid, created, model, prefix + chunk.text, None, None))
+                yield text_event.event(prefix + chunk.text)
                 prefix = ""
         assert last is not None
         if last.finish_reason in ("error", "cancelled"):

@@ -213,3 +213,20 @@ def test_unsupported_schema_raises_our_error() -> None:
         grammar.schema_to_gbnf({"$ref": "https://example.com/schema.json"})
     with pytest.raises(grammar.SchemaNotSupported):
         grammar.tool_call_gbnf([WEATHER], only="missing")
+
+
+# ---------------------------------------------------------------- SSE
+
+
+@pytest.mark.parametrize("text", ["hello", "", 'quote " and \\ back', "é\n\x00 \u2028"])
+def test_fast_delta_events_are_byte_identical_to_the_whole_document(text: str) -> None:
+    from engine.server import openai_schema as oa
+    from engine.server import sse
+
+    template = oa.chat_chunk("chatcmpl-1", 7, 'm"odel', {"content": sse.DeltaEvents.PLACEHOLDER})
+    fast = sse.DeltaEvents(template).event(text)
+    assert fast == sse.encode_event(oa.chat_chunk("chatcmpl-1", 7, 'm"odel',
+                                                  {"content": text}))
+    doc = json.loads(fast.removeprefix(b"data: "))
+    validate(doc, "CreateChatCompletionStreamResponse")
+    assert doc["choices"][0]["delta"]["content"] == text
