@@ -8,6 +8,7 @@ request: the engine thread wakes the waiting coroutine through its event loop).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -109,7 +110,8 @@ class RequestHandle:
             self._ready.notify_all()
             waiters, self._waiters = self._waiters, []
         for loop, fut in waiters:
-            loop.call_soon_threadsafe(_wake, fut)
+            with contextlib.suppress(RuntimeError):  # that event loop has been closed
+                loop.call_soon_threadsafe(_wake, fut)
 
     @property
     def done(self) -> bool:

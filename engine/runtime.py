@@ -65,19 +65,22 @@ class Engine:
         self._model = NativeModel(spec, on_progress)
         try:
             self._ctx = NativeContext(self._model, spec)
+            self._scheduler = Scheduler(self._ctx, Vocab(self._model.vocab),
+                                        self._model.n_vocab)
         except BaseException:
+            if hasattr(self, "_ctx"):
+                self._ctx.free()
             self._model.free()
             raise
         self.load_seconds = time.perf_counter() - t0
         self.load_log: list[str] = self._model.load_log + self._ctx.load_log
-        self._vocab = Vocab(self._model.vocab)
+        self._vocab = self._scheduler.vocab
         self._template = self._model.chat_template()
         self._bos_text = self._vocab.piece(self._vocab.bos).decode("utf-8", "replace") \
             if self._vocab.bos >= 0 else ""
         self._eos_text = self._vocab.piece(self._vocab.eos).decode("utf-8", "replace") \
             if self._vocab.eos >= 0 else ""
         self._name = self._model.meta("general.name") or Path(spec.model_path).stem
-        self._scheduler = Scheduler(self._ctx, self._vocab, self._model.n_vocab)
         self._status_slots: list[dict[str, Any]] = self._scheduler.slot_status()
         self._thread = threading.Thread(target=self._run, name="loadout-engine", daemon=True)
         self._thread.start()
