@@ -6,7 +6,6 @@ thread in the ``plan`` lane, where the newest request wins.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from typing import Any
@@ -27,9 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import plan_process
 from app.formatting import fmt_seconds, fmt_tokens, fmt_tps
 from app.pages.whatif_dialog import WhatIfDialog
+from app.plan_jobs import run_advice, run_plan, with_gpu_reserve
 from app.plan_view import advice, memory_bars, messages, plan_document, prediction
 from app.state import AppState
 from app.texts import code_sentence, kv_text, spec_text, task_text
@@ -38,7 +37,6 @@ from app.widgets.gpu_roles import GpuRoles
 from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
 from planner.inventory import Inventory
-from planner.profile import ModelProfile
 from planner.request import Request, Role, SpecMode, SpecRequest, TaskKind
 
 log = logging.getLogger(__name__)
@@ -48,29 +46,6 @@ KV_CHOICES = ("auto", "f16", "q8_0", "q4_0")
 SPEC_CHOICES = ("auto", "off", "ngram", "mtp")
 TASKS = tuple(t.value for t in TaskKind)
 ADVICE_DELAY_MS = 250  # controls still this long -> work out the advice
-
-
-def run_plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
-    """Plan (runs in a worker thread, which waits for the planning process)."""
-    return plan_process.plan(inventory, profile, request)
-
-
-def with_gpu_reserve(inventory: Inventory, reserve_bytes: int) -> Inventory:
-    """The inventory as the planner should see it when the user keeps ``reserve_bytes``
-    free on every GPU: where that is more than the planner's own reserve, the difference
-    is taken off the GPU's free memory (the larger of the two reserves wins)."""
-    from planner.roles import reserve_for
-
-    gpus = []
-    for gpu in inventory.gpus:
-        extra = max(0, reserve_bytes - reserve_for(gpu))
-        gpus.append(dataclasses.replace(gpu, free_bytes=max(0, gpu.free_bytes - extra)))
-    return dataclasses.replace(inventory, gpus=tuple(gpus))
-
-
-def run_advice(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
-    """The same plan with its "what would make this faster" advice (several more plans)."""
-    return run_plan(inventory, profile, dataclasses.replace(request, advise=True))
 
 
 class PlanPage(QWidget):
