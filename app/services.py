@@ -23,10 +23,14 @@ def warm_up() -> None:
     A first import holds the GIL for its whole native initialisation (numpy: ~0.2 s), which
     would freeze the UI if a worker did it in the middle of a detection.
     """
-    import numpy  # noqa: F401  (the host bandwidth probe uses it)
+    try:
+        import numpy  # noqa: F401  (the host bandwidth probe uses it)
 
-    import engine.hardware  # noqa: F401
-    import planner.plan  # noqa: F401
+        import engine.hardware  # noqa: F401
+        import planner.plan  # noqa: F401
+    except ImportError:  # the job that needs it will report it through the error handler
+        log.exception("warming up the app's imports failed")
+        return
     from app import plan_process
 
     plan_process.start()
