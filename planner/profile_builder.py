@@ -71,6 +71,12 @@ def _u(md: dict[str, Any], key: str, default: int = 0) -> int:
     return int(value)
 
 
+def _f(md: dict[str, Any], key: str) -> float:
+    value = md.get(key, 0.0)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else 0.0
+
+
 def _per_layer(md: dict[str, Any], key: str, n: int, default: int) -> list[int]:
     value = md.get(key)
     if isinstance(value, list):
@@ -196,27 +202,11 @@ def _tensors(headers: Sequence[GGUFHeader], nextn_start: int
     return tensors, per_layer, widths
 
 
-def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
-    """Build the profile of a model from the headers of its file(s), first shard first.
-
-    Raises:
-        UnsupportedModelError: no or unknown architecture, or no layer count.
-    """
-    md = headers[0].metadata
-    arch = md.get("general.architecture")
-    if not isinstance(arch, str) or not arch:
-        raise UnsupportedModelError("GGUF has no general.architecture")
-    if arch not in KNOWN_ARCHITECTURES:
-        raise UnsupportedModelError(f"unknown architecture '{printable(arch)}'")
+def _layer_profiles(arch: str, md: dict[str, Any], n_all: int, n_layer: int,
+                    per_layer: dict[int, dict[TensorKind, int]],
+                    widths: dict[int, dict[str, int]]) -> list[LayerProfile]:
+    """Every block's bytes by kind and KV geometry (heads, head sizes, window, state)."""
     a = arch
-    n_all = _u(md, f"{a}.block_count", -1)
-    if not 0 <= n_all <= _MAX_LAYERS:
-        raise UnsupportedModelError(f"{arch}: block_count missing or absurd ({n_all})")
-    nextn = min(_u(md, f"{a}.nextn_predict_layers"), n_all)
-    n_layer = n_all - nextn
-    tensors, per_layer, widths = _tensors(headers, n_layer)
-    if any(layer >= n_all for layer in per_layer):
-        raise GGUFError(f"tensor of block {max(per_layer)} but block_count is {n_all}")
     n_embd = _u(md, f"{a}.embedding_length")
     n_head = _per_layer(md, f"{a}.attention.head_count", n_all, 0)
     n_head_kv = list(n_head)
@@ -255,6 +245,32 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
             n_ff_shexp=widths[il].get("shexp", 0), recurrent_width=widths[il].get("recr", 0),
             qk_norm=bool(widths[il].get("qk_norm")),
             post_norms=bool(widths[il].get("post_norms"))))
+    return layers
+
+
+def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
+    """Build the profile of a model from the headers of its file(s), first shard first.
+
+    Raises:
+        UnsupportedModelError: no or unknown architecture, or no layer count.
+    """
+    md = headers[0].metadata
+    arch = md.get("general.architecture")
+    if not isinstance(arch, str) or not arch:
+        raise UnsupportedModelError("GGUF has no general.architecture")
+    if arch not in KNOWN_ARCHITECTURES:
+        raise UnsupportedModelError(f"unknown architecture '{printable(arch)}'")
+    a = arch
+    n_all = _u(md, f"{a}.block_count", -1)
+    if not 0 <= n_all <= _MAX_LAYERS:
+        raise UnsupportedModelError(f"{arch}: block_count missing or absurd ({n_all})")
+    nextn = min(_u(md, f"{a}.nextn_predict_layers"), n_all)
+    n_layer = n_all - nextn
+    tensors, per_layer, widths = _tensors(headers, n_layer)
+    if any(layer >= n_all for layer in per_layer):
+        raise GGUFError(f"tensor of block {max(per_layer)} but block_count is {n_all}")
+    n_embd = _u(md, f"{a}.embedding_length")
+    layers = _layer_profiles(arch, md, n_all, n_layer, per_layer, widths)
     by_kind: dict[TensorKind, int] = defaultdict(int)
     quant: dict[str, int] = defaultdict(int)
     n_params = 0
@@ -284,8 +300,7 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
         expert_used_count=_u(md, f"{a}.expert_used_count"),
         nextn_layers=nextn,
         rope_scaling=scaling if isinstance(scaling, str) and scaling != "none" else None,
-        rope_scaling_factor=float(md.get(f"{a}.rope.scaling.factor", 0.0) or 0.0)
-        if isinstance(md.get(f"{a}.rope.scaling.factor", 0.0), int | float) else 0.0,
+        rope_scaling_factor=_f(md, f"{a}.rope.scaling.factor"),
         chat_template=template if isinstance(template, str) else None,
         file_type=FILE_TYPES.get(_u(md, "general.file_type", -1), "unknown"),
         quant_bytes=tuple(sorted(quant.items(), key=lambda kv: -kv[1])),
