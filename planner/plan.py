@@ -20,7 +20,7 @@ from planner.inventory import Inventory
 from planner.placement import Layout
 from planner.profile import ModelProfile
 from planner.quant import bits_of, is_low_bit
-from planner.request import Request, Role, SpecMode, TaskKind
+from planner.request import Priority, Request, Role, SpecMode, TaskKind
 from planner.roles import GpuRole, candidate_roles, with_role
 from planner.speculation import choose_spec
 from planner.speed import CONSTANTS, DISK, HOST, NO_SPEC, SpecOutcome, Speed
@@ -184,7 +184,8 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
             warnings.append(Note(Code.CONTEXT_ABOVE_TRAIN,
                                  (("context", context), ("train", profile.n_ctx_train))))
     else:
-        context = min(GOOD_CONTEXT, cap)
+        # priority "context": start from the training context (shrunk below if needed)
+        context = cap if request.priority == Priority.CONTEXT else min(GOOD_CONTEXT, cap)
     ctx = Context.of(inventory, profile, request, like)
     base_roles = candidate_roles(inventory, request)
     best = _best_arrangement(ctx, base_roles, context)
@@ -269,9 +270,20 @@ def _kv_choice(ctx: Context, roles: tuple[GpuRole, ...], context: int) -> Trial:
         return best
     for kv in ("q8_0", "q4_0"):
         t = trial(ctx, roles, kv, context)
-        if t.score > best.score:
+        if _score(ctx, t) > _score(ctx, best):
             best = t
     return best
+
+
+KV_QUALITY_FIRST = {"f16": 1.0, "q8_0": 0.85, "q4_0": 0.6}
+
+
+def _score(ctx: Context, t: Trial) -> float:
+    """Decode speed weighted by KV quality (more so when quality is the priority)."""
+    if ctx.request.priority == Priority.QUALITY:
+        ok = 1.0 if t.runnable and not t.gpu_over else 1e-3
+        return t.speed.decode_tps * KV_QUALITY_FIRST[t.kv_type] * ok
+    return t.score
 
 
 def _all_resident(t: Trial) -> bool:
@@ -298,7 +310,7 @@ def _best_arrangement(ctx: Context, roles: tuple[GpuRole, ...], context: int) ->
             continue
         without = with_role(best.roles, h.gpu, Role.OFF, Code.ROLE_OFF_SLOWER)
         alt = _kv_choice(ctx, without, context)
-        if alt.score >= best.score * 0.98:
+        if _score(ctx, alt) >= _score(ctx, best) * 0.98:
             best = alt
         else:
             needed = alt.disk_bytes > best.disk_bytes or alt.speed.decode_tps < \

@@ -8,7 +8,7 @@ from dataclasses import replace
 from planner.codes import Code
 from planner.plan import plan
 from planner.quant import choose, is_low_bit
-from planner.request import Request, SpecMode, TaskKind
+from planner.request import Priority, Request, SpecMode, TaskKind
 from planner.speed import CONSTANTS
 from tests.planner import shapes as S
 from tests.planner.rigs import RTX_4090, gpu, rig
@@ -131,3 +131,13 @@ def test_plan_json_has_every_contract_key() -> None:
                 "use_mmap", "offload_kqv", "swa_full", "kv_unified", "tensor_overrides"):
         assert key in doc["engine"], key
     assert all(a["decode_tps"] >= 0 for a in doc["advice"])
+
+
+def test_priority_context_plans_the_training_context_when_memory_allows() -> None:
+    model = S.build(S.QWEN3_30B_A3B, "Q4_K_M", 18.55)
+    inv = rig(gpu("RTX 4070", 12, 504), ram_gib=64, ram_bw=80)
+    speed = plan(inv, model, QUIET)
+    context = plan(inv, model, Request(priority=Priority.CONTEXT, advise=False))
+    assert context.context == model.n_ctx_train
+    assert context.context >= speed.context
+    assert context.fits and not context.streams_from_disk
