@@ -132,3 +132,31 @@ def test_nextn_blocks_are_marked(tmp_path: Path) -> None:
 def test_absurd_block_count_is_unsupported(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedModelError, match="block_count"):
         arch_profile(tmp_path, "llama", HEADS, block_count=1 << 20)
+
+
+@pytest.mark.parametrize("arch, kv", [
+    ("mamba2", {"ssm.conv_kernel": 4, "ssm.inner_size": 256, "ssm.state_size": 128,
+                "ssm.group_count": 1}),
+    ("rwkv6", {"wkv.head_size": 64}),
+    ("deepseek2", {"attention.head_count": 16, "attention.head_count_kv": 1,
+                   "attention.key_length": 576, "attention.value_length": 512,
+                   "attention.key_length_mla": 192, "attention.value_length_mla": 128}),
+    ("gpt-oss", {**HEADS, "attention.sliding_window": 128}),
+    ("lfm2", {"attention.head_count": 4, "attention.head_count_kv": [0, 2, 0, 2],
+              "shortconv.l_cache": 3}),
+])
+def test_every_geometry_can_be_priced(tmp_path: Path, arch: str, kv: dict[str, Any]) -> None:
+    from planner.memory import MemoryConfig, Placement, estimate, kv_layer_bytes
+
+    p = arch_profile(tmp_path, arch, kv)
+    for config in (MemoryConfig(n_ctx=4096), MemoryConfig(n_ctx=8192, n_seq=2,
+                                                          flash_attn=True, type_k="q8_0")):
+        host, gpu = estimate(p, config, Placement.all_on("gpu0", p.n_layers))
+        assert gpu.kv_bytes == sum(kv_layer_bytes(p, la, config) for la in p.layers) > 0
+        assert gpu.compute_bytes > 0 and host.weights_bytes == p.token_embd_bytes
+    recurrent = [la for la in p.layers if la.kind.value == "recurrent"]
+    if recurrent:  # a fixed state per sequence, whatever the context
+        one = estimate(p, MemoryConfig(n_ctx=1024), Placement.all_on("host", p.n_layers))
+        big = estimate(p, MemoryConfig(n_ctx=65536), Placement.all_on("host", p.n_layers))
+        attn = sum(1 for la in p.layers if la.n_head_kv)
+        assert (big[0].kv_bytes == one[0].kv_bytes) == (attn == 0)
