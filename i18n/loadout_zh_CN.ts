@@ -768,6 +768,10 @@
         <translation>正在计算怎样能更快…</translation>
     </message>
     <message>
+        <source>This machine, for comparison: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
+        <translation>本机对比：解码 {decode} t/s，预填充 {prefill} t/s，首 token 时间 {ttft}。</translation>
+    </message>
+    <message>
         <source>No advice for this plan.</source>
         <translation>此计划没有建议。</translation>
     </message>

@@ -768,6 +768,10 @@
         <translation>正在計算怎樣能更快…</translation>
     </message>
     <message>
+        <source>This machine, for comparison: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
+        <translation>本機對比：解碼 {decode} t/s，預填充 {prefill} t/s，首個 token 時間 {ttft}。</translation>
+    </message>
+    <message>
         <source>No advice for this plan.</source>
         <translation>此計畫沒有建議。</translation>
     </message>

@@ -6,6 +6,7 @@ thread in the ``plan`` lane, where the newest request wins.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -53,6 +54,7 @@ class PlanPage(QWidget):
 
     sig_plan_shown = Signal(object)
     sig_advice_shown = Signal(object)
+    sig_baseline_shown = Signal(object)
 
     def __init__(self, state: AppState, runner: WorkerRunner,
                  parent: QWidget | None = None) -> None:
@@ -63,6 +65,7 @@ class PlanPage(QWidget):
         self._requested_at = 0.0
         self.last_plan: Any = None
         self.last_advice: Any = None
+        self.baseline_plan: Any = None
         self.advice_pending = False
         self.last_request: Request | None = None
         self.plan_latency_s = 0.0
@@ -141,6 +144,10 @@ class PlanPage(QWidget):
         self.fit_label = QLabel()
         self.fit_label.setWordWrap(True)
         speed.addWidget(self.fit_label, 2, 0, 1, 3)
+        self.compare_label = QLabel()
+        self.compare_label.setWordWrap(True)
+        self.compare_label.setVisible(False)
+        speed.addWidget(self.compare_label, 3, 0, 1, 3)
         self.map_box = QGroupBox()
         self.memory_map = MemoryMap()
         QVBoxLayout(self.map_box).addWidget(self.memory_map)
@@ -226,6 +233,41 @@ class PlanPage(QWidget):
         self.advice_pending = True
         self._advice_timer.stop()
         self._runner.submit("plan", job, self._on_plan_done, on_failed=self._on_plan_failed)
+        self._request_baseline(request)
+
+    def _request_baseline(self, request: Request) -> None:
+        """In what-if mode, also plan for this machine, to compare the speeds."""
+        detected, profile = self._state.detected, self._state.profile
+        self.baseline_plan = None
+        self.compare_label.setVisible(False)
+        if self._state.whatif is None or detected is None or profile is None:
+            return
+        inventory = with_gpu_reserve(detected, self._state.settings.gpu_reserve_bytes)
+        own = dataclasses.replace(request, roles=None, gpu_order=None)  # its own GPUs
+
+        def job(_job: Job) -> Any:
+            return run_plan(inventory, profile, own)
+
+        self._runner.submit("baseline", job, self._on_baseline_done)
+
+    def _on_baseline_done(self, plan: Any) -> None:
+        if self._state.whatif is None:
+            return
+        self.baseline_plan = plan
+        self._show_baseline()
+        self.sig_baseline_shown.emit(plan)
+
+    def _show_baseline(self) -> None:
+        if self.baseline_plan is None or self._state.whatif is None:
+            self.compare_label.setVisible(False)
+            return
+        pred = prediction(plan_document(self.baseline_plan))
+        self.compare_label.setText(self.tr(
+            "This machine, for comparison: decode {decode} t/s, prefill {prefill} t/s, "
+            "time to first token {ttft}.").format(
+            decode=fmt_tps(pred.decode_tps), prefill=fmt_tps(pred.prefill_tps),
+            ttft=fmt_seconds(pred.ttft_s)))
+        self.compare_label.setVisible(True)
 
     def set_busy(self, busy: bool) -> None:
         """Show that a model is being read."""
@@ -403,3 +445,4 @@ class PlanPage(QWidget):
         self.messages_box.setTitle(self.tr("Warnings and reasons"))
         self.advice_box.setTitle(self.tr("What would make this faster"))
         self._show_plan()
+        self._show_baseline()

@@ -201,3 +201,28 @@ def test_a_machine_without_gpus_plans_on_the_cpu(make_window: Any, demo_model: P
     home = window.home
     assert home.no_gpu.isVisibleTo(home) and not home.gpu_table.isVisibleTo(home)
     assert page.speed_values[0].text() not in ("", "—")
+
+
+def test_whatif_second_gpu_is_planned_and_compared_with_this_machine(
+        make_window: Any, rig: Inventory, big_model: Path, qtbot: Any) -> None:
+    from app.plan_view import prediction
+
+    window = make_window(rig)
+    page = _open(window, qtbot, big_model)
+    alone = prediction(page.last_plan).decode_tps
+    assert not page.compare_label.isVisible()
+    page.open_whatif()
+    page.whatif_dialog.add_gpu("rtx 3090")
+    with qtbot.waitSignal(page.sig_baseline_shown, timeout=30000):
+        page.whatif_dialog.accept()
+    qtbot.waitUntil(lambda: not window.runner.busy("plan"), timeout=30000)
+    doc = plan_document(page.last_plan)
+    assert [d["id"] for d in doc["devices"]][:2] == ["gpu0", "gpu1"]
+    assert prediction(doc).decode_tps > alone  # 40 GB no longer spills to RAM
+    assert prediction(page.baseline_plan).decode_tps == pytest.approx(alone)
+    assert page.compare_label.isVisible()
+    from app.formatting import fmt_tps
+
+    assert f"decode {fmt_tps(alone)} t/s" in page.compare_label.text()
+    page.back_button.click()
+    assert window.state.whatif is None and not page.compare_label.isVisible()
