@@ -44,6 +44,8 @@ def llama() -> Any:
     """The llama_cpp bindings, with the backend initialised once and its log routed."""
     import llama_cpp
 
+    if _backend_done[0]:  # the per-token path: no lock once initialised
+        return llama_cpp
     with _backend_ready:
         if not _backend_done[0]:
             route_native_log()
