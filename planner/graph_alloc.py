@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ALIGN = 32
+ALIGN = 32        # CPU buffers (TENSOR_ALIGNMENT)
+GPU_ALIGN = 128   # CUDA / ROCm buffer types
 _TAIL = 1 << 62
 
 
@@ -39,12 +40,13 @@ class Tensor:
 class _Buffer:
     """ggml_dyn_tallocr for one device: a sorted free list whose last block is the tail."""
 
-    def __init__(self) -> None:
+    def __init__(self, alignment: int = ALIGN) -> None:
+        self.align = alignment
         self.blocks: list[list[int]] = [[0, _TAIL]]
         self.max_size = 0
 
     def alloc(self, size: int) -> int:
-        size = _aligned(size)
+        size = _aligned(size, self.align)
         best, best_size = -1, _TAIL + 1
         blocks = self.blocks
         for i in range(len(blocks) - 1):
@@ -63,7 +65,7 @@ class _Buffer:
         return offset
 
     def free(self, offset: int, size: int) -> None:
-        size = _aligned(size)
+        size = _aligned(size, self.align)
         blocks = self.blocks
         i = 0
         while i < len(blocks) and blocks[i][0] < offset:
@@ -134,7 +136,7 @@ class Graph:
 
         def buf(dev: str) -> _Buffer:
             if dev not in buffers:
-                buffers[dev] = _Buffer()
+                buffers[dev] = _Buffer(ALIGN if dev == "host" else GPU_ALIGN)
             return buffers[dev]
 
         def allocate(t: Tensor) -> None:
@@ -155,7 +157,8 @@ class Graph:
         def take(t: Tensor, p: Tensor) -> None:
             t.offset = p.offset
             p.allocated = False
-            used, have = _aligned(t.size), _aligned(p.size)
+            align = buf(t.device).align
+            used, have = _aligned(t.size, align), _aligned(p.size, align)
             if have > used:  # ggml_gallocr_free_extra_space
                 buf(t.device).free(p.offset + used, have - used)
 
@@ -189,8 +192,8 @@ class Graph:
                                 free(root)
                     else:
                         free(p)
-        return {dev: _aligned(b.max_size) for dev, b in buffers.items()}
+        return {dev: _aligned(b.max_size, b.align) for dev, b in buffers.items()}
 
 
-def _aligned(n: int) -> int:
-    return -(-n // ALIGN) * ALIGN
+def _aligned(n: int, align: int = ALIGN) -> int:
+    return -(-n // align) * align
