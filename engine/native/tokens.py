@@ -19,6 +19,7 @@ class Vocab:
         self.bos = int(lib.llama_vocab_bos(vocab))
         self.eos = int(lib.llama_vocab_eos(vocab))
         self._pieces: dict[int, bytes] = {}
+        self._eog: dict[int, bool] = {}
 
     def tokenize(self, text: str, add_special: bool = True,
                  parse_special: bool = True) -> list[int]:
@@ -52,7 +53,10 @@ class Vocab:
 
     def is_eog(self, token: int) -> bool:
         """Whether ``token`` ends generation (EOS, EOT ...)."""
-        return bool(llama().llama_vocab_is_eog(self.ptr, token))
+        known = self._eog.get(token)
+        if known is None:
+            known = self._eog[token] = bool(llama().llama_vocab_is_eog(self.ptr, token))
+        return known
 
     def add_bos(self) -> bool:
         """Whether the model expects a BOS token at the start."""
