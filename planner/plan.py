@@ -19,11 +19,10 @@ from planner.engine_params import engine_params
 from planner.inventory import Inventory
 from planner.placement import Layout
 from planner.profile import ModelProfile
-from planner.quant import bits_of, is_low_bit
-from planner.request import Priority, Request, Role, SpecMode, TaskKind
+from planner.request import Priority, Request, Role, SpecMode
 from planner.roles import GpuRole, candidate_roles, with_role
 from planner.speculation import choose_spec
-from planner.speed import CONSTANTS, DISK, HOST, NO_SPEC, SpecOutcome, Speed
+from planner.speed import DISK, HOST, NO_SPEC, SpecOutcome, Speed
 from planner.trials import N_UBATCH_SPILLED, Context, Trial, exact, trial
 
 log = logging.getLogger(__name__)
@@ -352,14 +351,14 @@ def _same_tiers(a: Trial, b: Trial) -> bool:
 
 def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
               warnings: list[Note], real: bool) -> Plan:
-    from planner.plan_report import devices_of, reasons_of, spills_of
+    from planner.plan_report import devices_of, reasons_of, spills_of, warnings_of
 
     inventory, profile, request = ctx.inventory, ctx.profile, ctx.request
 
     devices = devices_of(inventory, profile, best)
     spills = spills_of(profile, best, speed)
     reasons, fits = reasons_of(profile, best, speed, MIN_RUNNABLE_TPS)
-    warnings += _warnings(profile, request, best, speed)
+    warnings += warnings_of(profile, request, best, speed)
     plan_ = Plan(
         fits=fits, reasons=reasons, roles=best.roles, devices=devices, context=best.context,
         parallel=request.parallel, kv_type=best.kv_type, flash_attn=True,
@@ -390,29 +389,6 @@ def _price_override(inventory: Inventory, profile: ModelProfile, request: Reques
             ("pinned_decode_tps", round(pinned.predicted.decode_tps, 2)),
             ("planner_decode_tps", round(own.predicted.decode_tps, 2)))))
     return replace(pinned, warnings=pinned.warnings + tuple(extra))
-
-
-def _warnings(profile: ModelProfile, request: Request, best: Trial, speed: Speed
-              ) -> list[Note]:
-    out: list[Note] = []
-    bits = round(bits_of(profile), 2)
-    if is_low_bit(profile) and request.task in (TaskKind.AGENT, TaskKind.CODE):
-        out.append(Note(Code.LOW_BITS_FOR_TASK, (("bits", bits), ("task", request.task.value))))
-    if is_low_bit(profile) and profile.is_moe and speed.spec.mode == SpecMode.MTP:
-        out.append(Note(Code.LOW_BITS_MOE_MTP_LOOPS, (("bits", bits),)))
-    if best.disk_bytes:
-        out.append(Note(Code.WEIGHTS_ON_DISK, (("disk_bytes", best.disk_bytes),)))
-    if best.gpu_over:
-        out.append(Note(Code.OVERRIDE_DOES_NOT_FIT, ()))
-    if any(d == HOST for d in best.layout.placement.layer_devices) and \
-            any(d != HOST for d in best.layout.placement.layer_devices):
-        out.append(Note(Code.KV_IN_RAM, (("layers", best.layout.n_cpu_layers),)))
-    if request.parallel > 1:
-        out.append(Note(Code.PARALLEL_KV, (("parallel", request.parallel),
-                                           ("cells", best.context * request.parallel))))
-    if 0 < speed.decode_tps < CONSTANTS.usable_decode_tps:
-        out.append(Note(Code.SLOW_DECODE, (("decode_tps", round(speed.decode_tps, 2)),)))
-    return out
 
 
 __all__ = ["DISK", "NO_SPEC", "DeviceUse", "Note", "Plan", "Spill", "plan"]

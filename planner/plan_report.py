@@ -8,10 +8,12 @@ from planner.codes import Code
 from planner.engine_params import ranges
 from planner.inventory import Inventory
 from planner.profile import ModelProfile, TensorKind
-from planner.speed import DISK, HOST, Speed
+from planner.quant import bits_of, is_low_bit
+from planner.request import Request, SpecMode, TaskKind
+from planner.speed import CONSTANTS, DISK, HOST, Speed
 
 if TYPE_CHECKING:
-    from planner.plan import DeviceUse, Spill
+    from planner.plan import DeviceUse, Note, Spill
     from planner.trials import Trial
 
 
@@ -124,3 +126,29 @@ def reasons_of(profile: ModelProfile, trial: Trial, speed: Speed, min_tps: float
     if on_gpu and len(on_gpu) < len(placement.layer_devices):
         reasons.append(Code.LAYERS_TO_RAM)
     return tuple(reasons), fits
+
+
+def warnings_of(profile: ModelProfile, request: Request, best: Trial, speed: Speed
+                ) -> list[Note]:
+    """The plan's warnings (codes and numbers)."""
+    from planner.plan import Note
+
+    out: list[Note] = []
+    bits = round(bits_of(profile), 2)
+    if is_low_bit(profile) and request.task in (TaskKind.AGENT, TaskKind.CODE):
+        out.append(Note(Code.LOW_BITS_FOR_TASK, (("bits", bits), ("task", request.task.value))))
+    if is_low_bit(profile) and profile.is_moe and speed.spec.mode == SpecMode.MTP:
+        out.append(Note(Code.LOW_BITS_MOE_MTP_LOOPS, (("bits", bits),)))
+    if best.disk_bytes:
+        out.append(Note(Code.WEIGHTS_ON_DISK, (("disk_bytes", best.disk_bytes),)))
+    if best.gpu_over:
+        out.append(Note(Code.OVERRIDE_DOES_NOT_FIT, ()))
+    if any(d == HOST for d in best.layout.placement.layer_devices) and \
+            any(d != HOST for d in best.layout.placement.layer_devices):
+        out.append(Note(Code.KV_IN_RAM, (("layers", best.layout.n_cpu_layers),)))
+    if request.parallel > 1:
+        out.append(Note(Code.PARALLEL_KV, (("parallel", request.parallel),
+                                           ("cells", best.context * request.parallel))))
+    if 0 < speed.decode_tps < CONSTANTS.usable_decode_tps:
+        out.append(Note(Code.SLOW_DECODE, (("decode_tps", round(speed.decode_tps, 2)),)))
+    return out
