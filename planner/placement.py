@@ -1,8 +1,9 @@
 """Placement: which layers and which routed experts live on which GPU, in RAM or on disk.
 
-The search works on per-layer byte costs (:func:`layer_costs`) so that it is fast; the
+The search works on per-block byte costs (:func:`layer_costs`) so that it is fast; the
 memory model (:func:`planner.memory.estimate`) then checks the result and has the last
-word (a device found over its budget is tightened and the search runs again).
+word (see :mod:`planner.trials`: a device found over its budget is tightened and the
+search runs again).
 
 Spill order: routed experts first, layer by layer; whole layers only when nothing else
 can move (llama.cpp keeps the *first* ``n_layer + 1 - n_gpu_layers`` blocks on the CPU);
@@ -15,7 +16,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.memory import MemoryConfig, Placement, estimate
+from planner.memory import Placement
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from planner.quant import is_iquant
 from planner.speed import HOST, DeviceLoad
@@ -292,17 +293,6 @@ def pinned_layout(profile: ModelProfile, gpu_devices: Sequence[str], main: str,
                   expert_host_layers=tuple(sorted(i for i in host_experts
                                                   if profile.layers[i].bytes_of(
                                                       TensorKind.EXPERTS))))
-
-
-def check(profile: ModelProfile, config: MemoryConfig, layout: Layout,
-          budgets: dict[str, int]) -> dict[str, int]:
-    """Bytes each device is over its budget according to the memory model (empty: fits)."""
-    over: dict[str, int] = {}
-    for dm in estimate(profile, config, layout.placement):
-        budget = budgets.get(dm.device)
-        if budget is not None and dm.total_bytes > budget:
-            over[dm.device] = dm.total_bytes - budget
-    return over
 
 
 def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
