@@ -318,11 +318,21 @@ def _mtp_compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
 
 
 def _compress(shapes: tuple[LayerShape, ...], keep: int = 3) -> list[LayerShape]:
-    """Drop repeats of the same periodic pattern: the allocator's state repeats with it."""
-    n = len(shapes)
-    for period in range(1, 9):
-        if n <= period * (keep + 1):
-            break
-        if all(shapes[i] == shapes[i - period] for i in range(period, n)):
-            return list(shapes[: period * keep]) + list(shapes[n - period:])
-    return list(shapes)
+    """Shorten long repeats of the same block pattern (period up to 8): the allocator's
+    state repeats with the pattern, so ``keep`` repeats and the last one price the run."""
+    out: list[LayerShape] = []
+    i, n = 0, len(shapes)
+    while i < n:
+        for period in range(1, 9):
+            unit = shapes[i:i + period]
+            reps = 1
+            while shapes[i + reps * period:i + (reps + 1) * period] == unit:
+                reps += 1
+            if reps > keep + 1:
+                out += list(unit) * keep + list(unit)
+                i += reps * period
+                break
+        else:
+            out.append(shapes[i])
+            i += 1
+    return out
