@@ -77,6 +77,7 @@ class PlanPage(QWidget):
         self._advice_timer.timeout.connect(self._start_advice)
         self._build()
         state.sig_model_changed.connect(self.request_plan)
+        state.sig_machine_changed.connect(self._on_whatif_changed)
         state.sig_machine_changed.connect(self._on_machine_changed)
         state.sig_settings_changed.connect(self._on_settings_changed)
         self._on_machine_changed()
@@ -233,13 +234,10 @@ class PlanPage(QWidget):
         self.advice_pending = True
         self._advice_timer.stop()
         self._runner.submit("plan", job, self._on_plan_done, on_failed=self._on_plan_failed)
-        self._request_baseline(request)
 
     def _request_baseline(self, request: Request) -> None:
         """In what-if mode, also plan for this machine, to compare the speeds."""
         detected, profile = self._state.detected, self._state.profile
-        self.baseline_plan = None
-        self.compare_label.setVisible(False)
         if self._state.whatif is None or detected is None or profile is None:
             return
         inventory = with_gpu_reserve(detected, self._state.settings.gpu_reserve_bytes)
@@ -268,6 +266,10 @@ class PlanPage(QWidget):
             decode=fmt_tps(pred.decode_tps), prefill=fmt_tps(pred.prefill_tps),
             ttft=fmt_seconds(pred.ttft_s)))
         self.compare_label.setVisible(True)
+
+    def _on_whatif_changed(self) -> None:
+        self.baseline_plan = None
+        self.compare_label.setVisible(False)
 
     def set_busy(self, busy: bool) -> None:
         """Show that a model is being read."""
@@ -301,6 +303,8 @@ class PlanPage(QWidget):
     def _on_plan_done(self, plan: Any) -> None:
         self.plan_latency_s = time.perf_counter() - self._requested_at
         self._advice_timer.start()
+        if self.last_request is not None:  # after the plan: never delays it
+            self._request_baseline(self.last_request)
         self.last_plan = plan
         self._state.set_plan(plan)
         self._show_plan()
