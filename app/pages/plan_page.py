@@ -358,8 +358,10 @@ class PlanPage(QWidget):
         inventory = self._state.machine()
         names = {g.index: g.name for g in inventory.gpus} if inventory else {}
         self.memory_map.set_bars(memory_bars(doc, names, self._state.profile))
-        self.roles.set_planned({int(r.get("gpu", 0)): str(r.get("role", ""))
-                                for r in doc.get("roles", [])})
+        self.roles.set_planned(
+            {int(r.get("gpu", 0)): str(r.get("role", "")) for r in doc.get("roles", [])},
+            {int(r.get("gpu", 0)): code_sentence(str(r.get("reason", "")))
+             for r in doc.get("roles", []) if r.get("reason")})
         pred = prediction(doc)
         self.speed_values[0].setText(fmt_tps(pred.decode_tps))
         self.speed_values[1].setText(fmt_tps(pred.prefill_tps))

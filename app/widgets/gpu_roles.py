@@ -39,6 +39,7 @@ class GpuRoles(QWidget):
         self.overrides: dict[int, str] = {}
         self.order: list[int] = []
         self.buttons: dict[tuple[int, str], QToolButton] = {}
+        self.name_labels: dict[int, QLabel] = {}
         self.reset_button = QPushButton()
         self.reset_button.clicked.connect(self._on_reset_clicked)
         self.empty = QLabel()
@@ -51,9 +52,13 @@ class GpuRoles(QWidget):
         self.order = sorted(names)
         self._rebuild()
 
-    def set_planned(self, roles: dict[int, str]) -> None:
-        """The roles the newest plan gave (shown where the user chose nothing)."""
+    def set_planned(self, roles: dict[int, str], reasons: dict[int, str] | None = None
+                    ) -> None:
+        """The roles the newest plan gave (shown where the user chose nothing), and why
+        (shown when hovering the GPU's name)."""
         self._planned = dict(roles)
+        for index, label in self.name_labels.items():
+            label.setToolTip((reasons or {}).get(index, ""))
         self._sync_checks()
 
     def roles(self) -> tuple[str, ...] | None:
@@ -105,8 +110,11 @@ class GpuRoles(QWidget):
             if widget is not None and widget not in (self.reset_button, self.empty):
                 widget.deleteLater()
         self.buttons = {}
+        self.name_labels = {}
         for row, index in enumerate(self.order):
-            self._grid.addWidget(QLabel(f"{index}: {self._names.get(index, '?')}"), row, 0)
+            name = QLabel(f"{index}: {self._names.get(index, '?')}")
+            self.name_labels[index] = name
+            self._grid.addWidget(name, row, 0)
             group = QButtonGroup(self)
             for col, role in enumerate(ROLES, start=1):
                 button = QToolButton()

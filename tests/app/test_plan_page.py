@@ -94,6 +94,7 @@ def test_switching_a_gpu_off_replans_without_it(make_window: Any, two_gpu_rig: I
     expected = plan(two_gpu_rig, load_profile(big_model), page.last_request)
     assert plan_document(page.last_plan)["devices"] == expected.to_json()["devices"]
     assert page.roles.buttons[(1, "off")].isChecked()
+    assert page.roles.name_labels[1].toolTip() == "You switched it off."
 
 
 def test_controls_build_the_request_and_the_newest_plan_wins(
