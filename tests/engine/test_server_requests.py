@@ -220,7 +220,7 @@ def test_unsupported_schema_raises_our_error() -> None:
 
 @pytest.mark.parametrize("text", ["hello", "", 'quote " and \\ back', "é\n\x00 \u2028"])
 def test_fast_delta_events_are_byte_identical_to_the_whole_document(text: str) -> None:
-    from engine.server import openai_schema as oa
+    from engine.server import openai_responses as oa
     from engine.server import sse
 
     template = oa.chat_chunk("chatcmpl-1", 7, 'm"odel', {"content": sse.DeltaEvents.PLACEHOLDER})

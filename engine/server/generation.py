@@ -1,0 +1,203 @@
+"""One generation request in flight: submitted to the engine, streamed or collected back,
+counted in the metrics, and cancelled when its client leaves."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from engine.errors import (
+    ChatTemplateError,
+    ContextOverflowError,
+    EngineClosedError,
+    QueueFullError,
+)
+from engine.requests import Chunk, GenerationRequest, RequestHandle
+from engine.server import openai_responses as docs
+from engine.server import sse
+from engine.server import tools as toolcalls
+from engine.server.openai_schema import ApiError, ParsedRequest
+from engine.server.server_metrics import ServerMetrics
+from engine.server.state import RETRY_AFTER_S, EngineLike, ServerState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GenContext:
+    """What every request handler shares: the served state and the metrics."""
+
+    state: ServerState
+    metrics: ServerMetrics
+
+
+def _submit(engine: EngineLike, generation: GenerationRequest, param: str) -> RequestHandle:
+    try:
+        return engine.submit(generation)
+    except QueueFullError as exc:
+        raise ApiError(503, "the server is busy: every slot and the queue are full; "
+                            "retry shortly", code="queue_full",
+                       headers={"Retry-After": RETRY_AFTER_S}) from exc
+    except ContextOverflowError as exc:
+        raise ApiError(400, f"the prompt is {exc.prompt_tokens} tokens long but the context "
+                            f"of one sequence is {exc.n_ctx_seq} tokens", param=param,
+                       code="context_length_exceeded") from exc
+    except ChatTemplateError as exc:
+        raise ApiError(400, f"the chat template could not render these messages: {exc}",
+                       param="messages", code="template_error") from exc
+    except EngineClosedError as exc:
+        raise ApiError(503, "the engine is shutting down", code="engine_closed") from exc
+    except (ValueError, TypeError) as exc:
+        raise ApiError(400, str(exc), param=param) from exc
+
+
+class Generation:
+    """One request in flight: submits it, counts it, and records its figures at the end.
+
+    Raises (from the constructor):
+        ApiError: the model is not loaded, the queue is full (503) or the prompt does not
+            fit (400).
+    """
+
+    def __init__(self, ctx: GenContext, parsed: ParsedRequest, param: str) -> None:
+        engine, self.served = ctx.state.require()
+        self.ctx = ctx
+        self.parsed = parsed
+        self.handle = _submit(engine, parsed.generation, param)
+        self.created = int(time.time())
+        self._recorded = False
+        ctx.state.in_flight += 1
+        ctx.metrics.in_flight.set(ctx.state.in_flight)
+
+    def finished(self, chunk: Chunk | None) -> None:
+        if self._recorded:
+            return
+        self._recorded = True
+        self.ctx.state.in_flight -= 1
+        self.ctx.metrics.in_flight.set(self.ctx.state.in_flight)
+        if chunk is not None:
+            self.ctx.metrics.generation_done(chunk.finish_reason or "cancelled", chunk.metrics)
+        else:  # the client left: the engine's last chunk goes to nobody
+            self.ctx.metrics.finished.inc(labels=("cancelled",))
+
+    async def collect(self, request: Request) -> tuple[str, Chunk]:
+        """The whole text and the last chunk; cancels if the client leaves first."""
+
+        async def drain() -> tuple[str, Chunk]:
+            parts: list[str] = []
+            last: Chunk | None = None
+            async for chunk in self.handle:
+                parts.append(chunk.text)
+                last = chunk
+            assert last is not None
+            return "".join(parts), last
+
+        try:
+            ok, result = await sse.race_disconnect(drain(), request.receive, self.handle.cancel)
+        finally:
+            if not self.handle.done:
+                self.handle.cancel()
+        if not ok:
+            self.finished(None)
+            raise ApiError(499, "client closed the request", code="client_closed")
+        text, last = result
+        self.finished(last)
+        _raise_for_engine_failure(last)
+        return text, last
+
+
+def _raise_for_engine_failure(chunk: Chunk) -> None:
+    if chunk.finish_reason == "error":
+        raise ApiError(500, f"the engine failed on this request: {chunk.error or 'unknown'}",
+                       code="engine_error")
+    if chunk.finish_reason == "cancelled":
+        raise ApiError(503, "the request was cancelled by the server", code="cancelled")
+
+
+def _error_event(chunk: Chunk) -> bytes:
+    try:
+        _raise_for_engine_failure(chunk)
+    except ApiError as err:
+        return sse.encode_event(err.to_json())
+    return b""
+
+
+async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
+    """The SSE events of a streamed chat answer, ending in ``[DONE]``.
+
+    With tools declared the text is held back until the end, when the answer is known to
+    be a call or not.
+    """
+    model, rid, created = gen.served.id, docs.new_id("chatcmpl"), gen.created
+    tools = gen.parsed.tools
+    parts: list[str] = []
+    last: Chunk | None = None
+    content_event = sse.DeltaEvents(docs.chat_chunk(rid, created, model,
+                                                  {"content": sse.DeltaEvents.PLACEHOLDER}))
+    try:
+        yield sse.encode_event(docs.chat_chunk(rid, created, model,
+                                             {"role": "assistant", "content": ""}))
+        async for chunk in gen.handle:
+            last = chunk
+            if chunk.text:
+                if tools:  # a tool call is only known once the answer is whole
+                    parts.append(chunk.text)
+                else:
+                    yield content_event.event(chunk.text)
+        assert last is not None
+        if last.finish_reason in ("error", "cancelled"):
+            yield _error_event(last)
+            yield sse.DONE
+            return
+        calls: tuple[toolcalls.ToolCall, ...] = ()
+        if tools:
+            content, calls = toolcalls.parse_tool_calls("".join(parts), tools)
+            if content:
+                yield sse.encode_event(docs.chat_chunk(rid, created, model, {"content": content}))
+            if calls:
+                deltas = [{"index": i, **c.to_json()} for i, c in enumerate(calls)]
+                yield sse.encode_event(docs.chat_chunk(rid, created, model,
+                                                     {"tool_calls": deltas}))
+        final = docs.chat_chunk(rid, created, model, {},
+                              docs.finish_reason(last.finish_reason, bool(calls)))
+        final["usage"] = docs.usage_json(last.metrics)
+        final["timings"] = docs.timings_json(last.metrics, last.loop_guard)
+        yield sse.encode_event(final)
+        if gen.parsed.include_usage:
+            yield sse.encode_event(docs.chat_usage_chunk(rid, created, model, last.metrics))
+        yield sse.DONE
+    finally:
+        if last is None or last.finish_reason is None:
+            gen.handle.cancel()
+        gen.finished(last if last is not None and last.finish_reason else None)
+
+
+async def completion_events(gen: Generation) -> AsyncIterator[bytes]:
+    """The SSE events of a streamed completion, ending in ``[DONE]``."""
+    model, rid, created = gen.served.id, docs.new_id("cmpl"), gen.created
+    last: Chunk | None = None
+    prefix = (gen.parsed.generation.prompt or "") if gen.parsed.echo else ""
+    text_event = sse.DeltaEvents(docs.completion_response(
+        rid, created, model, sse.DeltaEvents.PLACEHOLDER, None, None))
+    try:
+        async for chunk in gen.handle:
+            last = chunk
+            if chunk.finish_reason is None and (chunk.text or prefix):
+                yield text_event.event(prefix + chunk.text)
+                prefix = ""
+        assert last is not None
+        if last.finish_reason in ("error", "cancelled"):
+            yield _error_event(last)
+        else:
+            yield sse.encode_event(docs.completion_response(
+                rid, created, model, prefix + last.text, last.finish_reason, last.metrics,
+                last.loop_guard))
+        yield sse.DONE
+    finally:
+        if last is None or last.finish_reason is None:
+            gen.handle.cancel()
+        gen.finished(last if last is not None and last.finish_reason else None)
