@@ -106,11 +106,14 @@ class Generation:
             raise ApiError(499, "client closed the request", code="client_closed")
         text, last = result
         self.finished(last)
-        _raise_for_engine_failure(last)
+        _raise_for_engine_failure(last, self.parsed.user_grammar)
         return text, last
 
 
-def _raise_for_engine_failure(chunk: Chunk) -> None:
+def _raise_for_engine_failure(chunk: Chunk, user_grammar: bool) -> None:
+    if chunk.finish_reason == "error" and user_grammar and not chunk.metrics.generated_tokens:
+        raise ApiError(400, f"the grammar was refused: {chunk.error or 'invalid GBNF'}",
+                       param="grammar", code="invalid_grammar")
     if chunk.finish_reason == "error":
         raise ApiError(500, f"the engine failed on this request: {chunk.error or 'unknown'}",
                        code="engine_error")
@@ -118,9 +121,9 @@ def _raise_for_engine_failure(chunk: Chunk) -> None:
         raise ApiError(503, "the request was cancelled by the server", code="cancelled")
 
 
-def _error_event(chunk: Chunk) -> bytes:
+def _error_event(chunk: Chunk, user_grammar: bool) -> bytes:
     try:
-        _raise_for_engine_failure(chunk)
+        _raise_for_engine_failure(chunk, user_grammar)
     except ApiError as err:
         return sse.encode_event(err.to_json())
     return b""
@@ -150,7 +153,7 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
                     yield content_event.event(chunk.text)
         assert last is not None
         if last.finish_reason in ("error", "cancelled"):
-            yield _error_event(last)
+            yield _error_event(last, gen.parsed.user_grammar)
             yield sse.DONE
             return
         calls: tuple[toolcalls.ToolCall, ...] = ()
@@ -191,7 +194,7 @@ async def completion_events(gen: Generation) -> AsyncIterator[bytes]:
                 prefix = ""
         assert last is not None
         if last.finish_reason in ("error", "cancelled"):
-            yield _error_event(last)
+            yield _error_event(last, gen.parsed.user_grammar)
         else:
             yield sse.encode_event(docs.completion_response(
                 rid, created, model, prefix + last.text, last.finish_reason, last.metrics,

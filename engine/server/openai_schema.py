@@ -97,6 +97,8 @@ class ParsedRequest:
         include_usage: streaming only: send a last chunk with ``usage``.
         tools: the tools whose calls are looked for in the answer (empty: none).
         echo: completions only: prepend the prompt to the answer.
+        user_grammar: the client sent its own GBNF ``grammar`` (so a grammar the engine
+            refuses is the client's error, 400, not the server's).
     """
 
     generation: GenerationRequest
@@ -104,6 +106,7 @@ class ParsedRequest:
     include_usage: bool = False
     tools: tuple[Mapping[str, Any], ...] = ()
     echo: bool = False
+    user_grammar: bool = False
 
 
 # ---------------------------------------------------------------- field readers
@@ -384,7 +387,8 @@ def parse_chat(body: Any, model: ServedModel) -> ParsedRequest:
     params = _sampling(body, model, grammar)
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params)
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
-                         tools=tools if choice != "none" else ())
+                         tools=tools if choice != "none" else (),
+                         user_grammar=body.get("grammar") is not None)
 
 
 # ---------------------------------------------------------------- completions
@@ -414,4 +418,5 @@ def parse_completion(body: Any, model: ServedModel) -> ParsedRequest:
         _boolean(stream_options, "include_usage")
     params = _sampling(body, model, _response_format_grammar(body))
     return ParsedRequest(generation=GenerationRequest(prompt=prompt, params=params),
-                         stream=stream, include_usage=include_usage, echo=echo)
+                         stream=stream, include_usage=include_usage, echo=echo,
+                         user_grammar=body.get("grammar") is not None)

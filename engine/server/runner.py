@@ -9,12 +9,14 @@ a JSON document for the desktop app.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -124,6 +126,26 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
     on_ready(state.served.id)
 
 
+@contextlib.contextmanager
+def _signals_end_cleanly() -> Iterator[None]:
+    """Let SIGINT/SIGTERM end ``serve`` by returning, so the engine is closed and the exit
+    code is 0: uvicorn shuts down gracefully, then re-raises the signal to the handler it
+    found, which is this one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def note(sig: int, _frame: object) -> None:
+        log.info("signal %d: shutting down", sig)
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def serve(options: ServeOptions, out: TextIO | None = None) -> int:
     """Serve until interrupted (SIGINT / SIGTERM). Returns the process exit code.
 
@@ -158,7 +180,8 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
                               args=(options, state, stopping, on_ready, on_error))
     loader.start()
     try:
-        server.run(sockets=[sock])
+        with _signals_end_cleanly():
+            server.run(sockets=[sock])
     finally:
         stopping.set()
         loader.join()

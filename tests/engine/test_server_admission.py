@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.server_fixtures import ServerProcess, validate
+from tests.engine.server_fixtures import ROOT, ServerProcess, validate
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +36,8 @@ def lan_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
     try:
         yield proc
     finally:
-        proc.stop()
+        code = proc.stop()
+    assert code == 0, "SIGTERM must shut the server down cleanly"
 
 
 def _auth(server: ServerProcess) -> dict[str, str]:
@@ -149,3 +154,16 @@ def test_a_full_queue_answers_503_with_retry_after_then_recovers(lan: ServerProc
     _wait(lan, lambda s: _slot(s)["state"] == "idle" and s["engine"]["queue_length"] == 0)
     with urllib.request.urlopen(req, timeout=60) as resp:
         assert json.loads(resp.read())["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_a_model_that_fails_to_load_is_reported_and_the_server_exits(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 64)
+    result = subprocess.run(
+        [sys.executable, "-m", "loadout", "serve", str(broken), "--port", "0",
+         "--ready-json"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "LOADOUT_HOME": str(tmp_path)})
+    assert result.returncode == 1
+    event = json.loads(result.stdout.strip().splitlines()[-1])
+    assert event["event"] == "error" and event["error"]
+    assert "failed to load" in result.stderr

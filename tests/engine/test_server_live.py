@@ -218,10 +218,17 @@ def test_unknown_route_and_wrong_method_are_json_errors(server: ServerProcess) -
 
 
 def test_an_engine_error_reaches_only_its_client(server: ServerProcess, client: Any) -> None:
+    # the engine refuses the grammar when it builds the request's sampler
     status, _, doc = _post_json(server, "/v1/completions", {
         "model": server.model, "prompt": "hi", "max_tokens": 4,
         "grammar": "root ::= this is ( not a grammar"})
-    assert _assert_error(status, doc, 500)["code"] == "engine_error"
+    err = _assert_error(status, doc, 400)
+    assert err["code"] == "invalid_grammar" and err["param"] == "grammar"
+    stream = client.completions.create(model=server.model, prompt="hi", max_tokens=4,
+                                       stream=True,
+                                       extra_body={"grammar": "root ::= ( broken"})
+    with pytest.raises(openai.APIError, match="grammar"):
+        list(stream)
     ok = client.completions.create(model=server.model, prompt="hi", max_tokens=4)
     assert ok.choices[0].text is not None
     assert server.get_json("/health") == {"status": "ok"}
