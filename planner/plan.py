@@ -261,17 +261,31 @@ def _bigger_ubatch(ctx: Context, best: Trial) -> Trial:
 
 
 def _kv_choice(ctx: Context, roles: tuple[GpuRole, ...], context: int) -> Trial:
-    """f16 KV unless q8_0 / q4_0 keeps more on the GPU (priced, quality-weighted)."""
+    """f16 KV unless q8_0 / q4_0 keeps more on the GPU or off the disk, or is needed for
+    the context to fit at all (priced, quality-weighted)."""
     if ctx.request.kv_type:
         return trial(ctx, roles, ctx.request.kv_type, context)
-    best = trial(ctx, roles, "f16", context)
-    if _all_resident(best):
-        return best
+    f16 = trial(ctx, roles, "f16", context)
+    if _all_resident(f16):
+        return f16
+    best = f16
     for kv in ("q8_0", "q4_0"):
         t = trial(ctx, roles, kv, context)
-        if _score(ctx, t) > _score(ctx, best):
+        if _keeps_more(t, f16) and _score(ctx, t) > _score(ctx, best):
             best = t
     return best
+
+
+def _gpu_weights(t: Trial) -> int:
+    return sum(m.weights_bytes for m in t.memory if m.device != HOST)
+
+
+def _keeps_more(q: Trial, f16: Trial) -> bool:
+    """True when a quantized KV cache buys something f16 cannot: the context fitting at
+    all, weights kept on a GPU, or fewer bytes streamed from disk."""
+    if not f16.runnable or f16.gpu_over:
+        return q.runnable and not q.gpu_over
+    return _gpu_weights(q) > _gpu_weights(f16) or q.disk_bytes < f16.disk_bytes
 
 
 KV_QUALITY_FIRST = {"f16": 1.0, "q8_0": 0.85, "q4_0": 0.6}

@@ -38,7 +38,7 @@ class SpeedConstants:
     cpu_core_gbps: float = 7.0             # what one core can stream (many-channel caps)
     cpu_layer_s: float = 40e-6             # thread sync per layer per token ...
     cpu_layer_thread_s: float = 5e-6       # ... growing with the thread count
-    cpu_kv_cost: float = 10.0              # CPU attention at depth is far from bandwidth
+    cpu_kv_cost: float = 20.0              # CPU attention at depth is far from bandwidth
     cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
