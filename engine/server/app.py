@@ -84,7 +84,7 @@ def _routes(ctx: GenContext) -> list[Route]:
         parsed = oa.parse_chat(body, served)
         gen = Generation(ctx, parsed, "messages")
         if parsed.stream:
-            return sse.EventStreamResponse(chat_events(gen), gen.handle.cancel)
+            return sse.EventStreamResponse(chat_events(gen), gen.close)
         text, last = await gen.collect(request)
         content: str | None = text
         calls: tuple[toolcalls.ToolCall, ...] = ()
@@ -100,7 +100,7 @@ def _routes(ctx: GenContext) -> list[Route]:
         parsed = oa.parse_completion(body, served)
         gen = Generation(ctx, parsed, "prompt")
         if parsed.stream:
-            return sse.EventStreamResponse(completion_events(gen), gen.handle.cancel)
+            return sse.EventStreamResponse(completion_events(gen), gen.close)
         text, last = await gen.collect(request)
         if parsed.echo:
             text = (parsed.generation.prompt or "") + text

@@ -84,6 +84,15 @@ class Generation:
         else:  # the client left: the engine's last chunk goes to nobody
             self.ctx.metrics.finished.inc(labels=("cancelled",))
 
+    def close(self) -> None:
+        """End the request early (its client left): cancel it and count it as cancelled.
+
+        Idempotent, and a no-op once the request has finished normally.
+        """
+        if not self.handle.done:
+            self.handle.cancel()
+        self.finished(None)
+
     async def collect(self, request: Request) -> tuple[str, Chunk]:
         """The whole text and the last chunk; cancels if the client leaves first."""
 

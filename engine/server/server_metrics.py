@@ -64,11 +64,12 @@ class ServerMetrics:
         r.gauge("loadout_queue_length", "Requests waiting for a free slot",
                 source=lambda: self._from_status("queued"))
         r.gauge("loadout_model_loaded", "1 once the model is loaded and serving",
-                source=lambda: [((), 1.0 if self._status() is not None else 0.0)])
+                source=lambda: [((), 1.0 if self._snapshot is not None else 0.0)])
         self.in_flight.set(0)
+        self._snapshot: Mapping[str, Any] | None = None
 
     def _from_status(self, key: str) -> Iterable[tuple[prom.LabelValues, float]]:
-        status = self._status()
+        status = self._snapshot
         if status is None:
             return []
         value = status.get(key)
@@ -94,4 +95,6 @@ class ServerMetrics:
                 hist.observe(value)
 
     def render(self) -> str:
+        """The exposition text; the engine's status is read once for all its gauges."""
+        self._snapshot = self._status()
         return self.registry.render()

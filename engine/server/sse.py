@@ -80,7 +80,7 @@ class EventStreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         watcher = asyncio.ensure_future(wait_for_disconnect(receive))
-        left = False
+        left = completed = False
 
         def client_left(_: object = None) -> None:
             nonlocal left
@@ -99,10 +99,13 @@ class EventStreamResponse(Response):
                 await send({"type": "http.response.body", "body": data, "more_body": True})
             if not left:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+                completed = True
         except OSError:
             client_left()
         finally:
             watcher.cancel()
+            if not completed:  # however the stream ended early, its request must end too
+                client_left()
             aclose = getattr(self.events, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
