@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -62,14 +61,9 @@ def _profile(spec: str) -> Any:
 
 
 def _inventory(rig: str | None) -> Any:
-    from planner.inventory import Inventory
+    from engine.rig_file import inventory_for
 
-    if rig:
-        with open(Path(rig).expanduser(), encoding="utf-8") as f:
-            return Inventory.from_json(json.load(f))
-    from engine.hardware import detect
-
-    return detect()
+    return inventory_for(rig)
 
 
 def build_request(args: argparse.Namespace) -> Any:

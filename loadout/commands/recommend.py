@@ -33,14 +33,9 @@ def register(sub: Any) -> None:
 
 
 def _inventory(rig: str | None) -> Any:
-    from planner.inventory import Inventory
+    from engine.rig_file import inventory_for
 
-    if rig:
-        with open(Path(rig).expanduser(), encoding="utf-8") as f:
-            return Inventory.from_json(json.load(f))
-    from engine.hardware import detect
-
-    return detect()
+    return inventory_for(rig)
 
 
 def _size(n: int) -> str:
