@@ -230,3 +230,37 @@ def test_fast_delta_events_are_byte_identical_to_the_whole_document(text: str) -
     doc = json.loads(fast.removeprefix(b"data: "))
     validate(doc, "CreateChatCompletionStreamResponse")
     assert doc["choices"][0]["delta"]["content"] == text
+
+
+# ---------------------------------------------------------------- template tool support
+
+HERMES_STYLE = (
+    "{% if tools %}<|im_start|>system\nTools:\n{% for t in tools %}{{ t | tojson }}\n"
+    "{% endfor %}Call one inside <tool_call></tool_call>.<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+PLAIN = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+         "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+class _TemplateOnly:
+    """The engine's own template renderer with a given template (no model needed)."""
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+
+    def render_chat(self, messages: Any, tools: Any = None,
+                    add_generation_prompt: bool = True) -> str:
+        from engine.chat_template import render_chat
+
+        return render_chat(self.template, messages, tools=tools,
+                           add_generation_prompt=add_generation_prompt)
+
+
+@pytest.mark.parametrize(("template", "supported"), [(HERMES_STYLE, True), (PLAIN, False),
+                                                     ("{{ raise_exception('no') }}", False)])
+def test_tool_support_is_read_from_what_the_template_renders(template: str,
+                                                             supported: bool) -> None:
+    from engine.server.state import template_renders_tools
+
+    assert template_renders_tools(_TemplateOnly(template)) is supported  # type: ignore[arg-type]
