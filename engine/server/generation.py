@@ -141,11 +141,12 @@ def _error_event(chunk: Chunk, user_grammar: bool) -> bytes:
 async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
     """The SSE events of a streamed chat answer, ending in ``[DONE]``.
 
-    With tools declared the text is held back until the end, when the answer is known to
-    be a call or not.
+    With tools declared, the text is held back while it may still be a call (see
+    :func:`engine.server.tools.may_be_call`); an answer that is plainly prose streams.
     """
     model, rid, created = gen.served.id, docs.new_id("chatcmpl"), gen.created
     tools = gen.parsed.tools
+    holding = bool(tools)
     parts: list[str] = []
     last: Chunk | None = None
     content_event = sse.DeltaEvents(docs.chat_chunk(rid, created, model,
@@ -156,8 +157,12 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
         async for chunk in gen.handle:
             last = chunk
             if chunk.text:
-                if tools:  # a tool call is only known once the answer is whole
+                if holding:
                     parts.append(chunk.text)
+                    holding = toolcalls.may_be_call("".join(parts))
+                    if not holding:  # plain prose: stream it from now on
+                        yield content_event.event("".join(parts))
+                        parts.clear()
                 else:
                     yield content_event.event(chunk.text)
         assert last is not None
@@ -166,7 +171,7 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
             yield sse.DONE
             return
         calls: tuple[toolcalls.ToolCall, ...] = ()
-        if tools:
+        if holding:
             content, calls = toolcalls.parse_tool_calls("".join(parts), tools)
             if content:
                 yield sse.encode_event(docs.chat_chunk(rid, created, model, {"content": content}))

@@ -121,6 +121,15 @@ def _as_call(obj: Any, names: frozenset[str]) -> ToolCall | None:
     return ToolCall(name=name, arguments=json.dumps(args), id=_new_id())
 
 
+def _unfenced(text: str) -> str:
+    """The inside of a Markdown code fence (```json ... ```), else ``text``."""
+    body = text.strip()
+    if not body.startswith("```"):
+        return text
+    body = body.split("\n", 1)[1] if "\n" in body else ""
+    return body.rsplit("```", 1)[0]
+
+
 def _decode_first(text: str) -> Any:
     """The first JSON value in ``text`` (leading whitespace allowed), or None."""
     try:
@@ -128,6 +137,22 @@ def _decode_first(text: str) -> Any:
     except ValueError:
         return None
     return value
+
+
+_CALL_OPENINGS = ("{", "[", "<tool_call>", _MISTRAL, "```")
+DECIDE_AFTER_CHARS = 16
+
+
+def may_be_call(text: str) -> bool:
+    """Whether an answer that begins with ``text`` may still turn out to be a tool call.
+
+    True while the start is too short to tell, or when it opens like a call (a JSON
+    object or list, a ``<tool_call>`` tag, ``[TOOL_CALLS]``, a code fence).
+    """
+    head = text.lstrip()
+    if any(o.startswith(head) or head.startswith(o) for o in _CALL_OPENINGS):
+        return True
+    return len(head) < DECIDE_AFTER_CHARS and "<" in head
 
 
 def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]]
@@ -155,7 +180,7 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]]
                 calls.append(call)
         content = head
     else:
-        value = _decode_first(text)
+        value = _decode_first(_unfenced(text))
         for item in value if isinstance(value, list) else [value]:
             call = _as_call(item, names)
             if call:

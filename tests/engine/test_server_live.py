@@ -166,6 +166,24 @@ def test_forced_tool_call_returns_parseable_arguments(server: ServerProcess,
     assert isinstance(json.loads(call.function.arguments)["city"], str)
 
 
+def test_streamed_forced_tool_call_arrives_as_a_tool_calls_delta(server: ServerProcess,
+                                                                  client: Any) -> None:
+    tools = [{"type": "function", "function": {
+        "name": "get_time", "parameters": {
+            "type": "object", "properties": {"zone": {"type": "string", "maxLength": 12}},
+            "required": ["zone"]}}}]
+    chunks = list(client.chat.completions.create(
+        model=server.model, max_tokens=40, temperature=0, tools=tools, stream=True,
+        tool_choice="required",
+        messages=[{"role": "user", "content": "What time is it in Tokyo?"}]))
+    for chunk in chunks:
+        validate(chunk.model_dump(exclude_unset=True), "CreateChatCompletionStreamResponse")
+    deltas = [tc for c in chunks if c.choices for tc in (c.choices[0].delta.tool_calls or [])]
+    assert [d.function.name for d in deltas] == ["get_time"]
+    assert "zone" in json.loads(deltas[0].function.arguments)
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
 # ---------------------------------------------------------------- errors
 
 

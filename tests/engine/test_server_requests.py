@@ -162,6 +162,7 @@ def test_completion_body_checks() -> None:
     '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]',
     '{"name": "get_weather", "parameters": {"city": "Paris"}}',
     ' {"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+    '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```',
 ])
 def test_tool_calls_are_found_in_each_template_style(text: str) -> None:
     content, calls = tools.parse_tool_calls(text, [WEATHER])
@@ -264,3 +265,13 @@ def test_tool_support_is_read_from_what_the_template_renders(template: str,
     from engine.server.state import template_renders_tools
 
     assert template_renders_tools(_TemplateOnly(template)) is supported  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("start", "held"), [
+    ("", True), ("  ", True), ("{", True), ('{"name": "get_weather"', True), ("[TOOL", True),
+    ("<tool", True), ("<tool_call>\n{", True), ("```json", True), ("The weather", False),
+    ("Sure!", False), ("<b>bold</b> and a long sentence", False),
+])
+def test_streamed_answers_are_held_only_while_they_may_be_a_call(start: str,
+                                                                 held: bool) -> None:
+    assert tools.may_be_call(start) is held
