@@ -17,23 +17,29 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMainWindow,
+    QProgressBar,
     QStackedWidget,
     QStyle,
+    QVBoxLayout,
     QWidget,
 )
 
 from app import services
+from app.engine_control import EngineControl
+from app.engine_launch import Binding
 from app.error_report import ErrorReporter
-from app.formatting import fmt_bytes
+from app.formatting import fmt_bytes, fmt_tps
 from app.i18n import LanguageSwitcher, system_language
+from app.pages.chat_page import ChatPage
 from app.pages.home import HomePage
 from app.pages.models import ModelsPage
-from app.pages.placeholders import ChatPage, ServerPage
 from app.pages.plan_page import PlanPage
+from app.pages.server_page import ServerPage
 from app.pages.settings_page import SettingsPage
 from app.settings_store import AppSettings, load_settings
 from app.state import AppState
 from app.theme import apply_theme
+from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from planner.inventory import Inventory
 
@@ -90,8 +96,12 @@ class MainWindow(QMainWindow):
         self.home = HomePage(self.state)
         self.models = ModelsPage(self.state, self.runner, _demo_path())
         self.plan = PlanPage(self.state, self.runner)
-        self.chat = ChatPage()
-        self.server = ServerPage()
+        self.control = EngineControl(self.state, self._serving_binding, self)
+        self.engine = self.control.engine
+        self.chat = ChatPage(self.engine)
+        self.server = ServerPage(self.engine)
+        self.banner = EngineBanner()
+        self._last_decode_tps: float | None = None
         self.settings_page = SettingsPage(self.state)
         self.pages: dict[str, QWidget] = {
             "home": self.home, "models": self.models, "plan": self.plan, "chat": self.chat,
@@ -105,10 +115,19 @@ class MainWindow(QMainWindow):
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.addWidget(self.sidebar)
-        layout.addWidget(self.stack, 1)
+        column = QVBoxLayout()
+        column.addWidget(self.banner)
+        column.addWidget(self.stack, 1)
+        layout.addLayout(column, 1)
         self.setCentralWidget(central)
 
         self.status_engine, self.status_model = QLabel(), QLabel()
+        self.load_progress = QProgressBar()
+        self.load_progress.setObjectName("loadProgress")
+        self.load_progress.setRange(0, 100)
+        self.load_progress.setMaximumWidth(160)
+        self.load_progress.setVisible(False)
+        self.statusBar().addPermanentWidget(self.load_progress)
         self.status_decode, self.status_vram, self.status_ram = QLabel(), QLabel(), QLabel()
         for name, label in (("statusEngine", self.status_engine),
                             ("statusModel", self.status_model),
@@ -126,6 +145,13 @@ class MainWindow(QMainWindow):
         self.home.sig_whatif_requested.connect(self._on_home_whatif_requested)
         self.models.sig_model_chosen.connect(self.select_model)
         self.settings_page.sig_settings_edited.connect(self._on_settings_edited)
+        self.plan.sig_load_requested.connect(self.load_plan)
+        self.plan.sig_unload_requested.connect(self.control.unload)
+        self.banner.sig_retry_requested.connect(self.retry_safer)
+        self.engine.sig_state_changed.connect(self._on_engine_state)
+        self.engine.sig_load_progressed.connect(self._on_engine_progress)
+        self.engine.sig_engine_died.connect(self._on_engine_died)
+        self.chat.sig_answer_finished.connect(self._on_chat_answer)
         self.state.sig_model_changed.connect(self._update_status)
         self.state.sig_detected_changed.connect(self._update_status)
         self.errors.sig_error_reported.connect(
@@ -180,6 +206,38 @@ class MainWindow(QMainWindow):
         if show:
             self.show_page("plan")
 
+    def load_plan(self) -> None:
+        """Start the engine with the plan shown (the Plan page's Load button)."""
+        self.banner.hide()
+        self.control.load_plan()
+
+    def retry_safer(self) -> None:
+        """Load again after a crash, with a safer plan."""
+        self.banner.hide()
+        self.control.retry_safer()
+
+    def _serving_binding(self) -> Binding:
+        return self.server.binding()
+
+    def _on_engine_state(self, state: str) -> None:
+        self.plan.set_engine_state(state)
+        self.load_progress.setVisible(state == "loading")
+        self._update_status()
+
+    def _on_engine_progress(self, value: float) -> None:
+        self.load_progress.setValue(round(value * 100))
+        self._update_status()
+
+    def _on_engine_died(self, log_text: str) -> None:
+        self.banner.show_death(log_text, self.engine.exit_code)
+
+    def _on_chat_answer(self, result: object) -> None:
+        timings = getattr(result, "timings", {}) or {}
+        value = timings.get("decode_tps")
+        if isinstance(value, int | float):
+            self._last_decode_tps = float(value)
+        self._update_status()
+
     def _on_detected(self, inventory: Inventory) -> None:
         self.set_detected(inventory)
 
@@ -226,11 +284,19 @@ class MainWindow(QMainWindow):
         self._update_status()
 
     def _update_status(self) -> None:
-        self.status_engine.setText(self.tr("Engine: not loaded"))
+        engine_texts = {"unloaded": self.tr("Engine: not loaded"),
+                        "loading": self.tr("Engine: loading {percent}%"),
+                        "ready": self.tr("Engine: ready"),
+                        "stopping": self.tr("Engine: unloading"),
+                        "crashed": self.tr("Engine: stopped unexpectedly")}
+        self.status_engine.setText(engine_texts.get(self.engine.state, "").format(
+            percent=round(self.engine.load_progress * 100)))
         path = self.state.model_path
         self.status_model.setText(self.tr("Model: {name}").format(
             name=path.name if path else self.tr("none")))
-        self.status_decode.setText(self.tr("Decode: — t/s"))
+        decode = self._last_decode_tps
+        self.status_decode.setText(self.tr("Decode: {tps} t/s").format(
+            tps=fmt_tps(decode) if decode is not None else "—"))
         inv = self.state.detected
         if inv is not None and inv.gpus:
             used = sum(g.total_bytes - g.free_bytes for g in inv.gpus)
@@ -251,6 +317,8 @@ class MainWindow(QMainWindow):
         """Stop timers and wait for every worker thread (the window may then be deleted)."""
         self._ram_timer.stop()
         self.errors.close()
+        self.chat.shutdown()
+        self.control.shutdown()
         self.runner.shutdown()
 
 

@@ -55,6 +55,8 @@ class PlanPage(QWidget):
     sig_plan_shown = Signal(object)
     sig_advice_shown = Signal(object)
     sig_baseline_shown = Signal(object)
+    sig_load_requested = Signal()
+    sig_unload_requested = Signal()
 
     def __init__(self, state: AppState, runner: WorkerRunner,
                  parent: QWidget | None = None) -> None:
@@ -94,13 +96,20 @@ class PlanPage(QWidget):
         self.back_button = QPushButton()
         self.back_button.clicked.connect(lambda: self._state.set_whatif(None))
         self.load_button = QPushButton()
+        self.load_button.setObjectName("loadButton")
         self.load_button.setEnabled(False)
+        self.load_button.clicked.connect(self.sig_load_requested.emit)
+        self.unload_button = QPushButton()
+        self.unload_button.setVisible(False)
+        self.unload_button.clicked.connect(self.sig_unload_requested.emit)
+        self._engine_state = "unloaded"
         header = QHBoxLayout()
         header.addWidget(self.title, 1)
         header.addWidget(self.machine_label)
         header.addWidget(self.whatif_button)
         header.addWidget(self.back_button)
         header.addWidget(self.load_button)
+        header.addWidget(self.unload_button)
 
         self.controls = QGroupBox()
         self.context = QSlider(Qt.Orientation.Horizontal)
@@ -307,6 +316,7 @@ class PlanPage(QWidget):
             self._request_baseline(self.last_request)
         self.last_plan = plan
         self._state.set_plan(plan)
+        self._refresh_load_buttons()
         self._show_plan()
         self.sig_plan_shown.emit(plan)
 
@@ -333,6 +343,18 @@ class PlanPage(QWidget):
             lines.append(f"<p>• {text}</p>")
         self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
 
+    def set_engine_state(self, state: str) -> None:
+        """Follow the engine's state (Load while none runs, Unload while one does)."""
+        self._engine_state = state
+        self._refresh_load_buttons()
+
+    def _refresh_load_buttons(self) -> None:
+        running = self._engine_state in ("loading", "ready")
+        self.load_button.setEnabled(self.last_plan is not None and
+                                    self._engine_state != "stopping")
+        self.load_button.setText(self.tr("Load again") if running else self.tr("Load"))
+        self.unload_button.setVisible(running)
+
     def _on_plan_failed(self, _error: BaseException) -> None:
         self._show_empty()
         self.fit_label.setText(self.tr("No plan: the planner stopped with an error (see the "
@@ -340,6 +362,7 @@ class PlanPage(QWidget):
 
     def _show_empty(self) -> None:
         self.last_plan = None
+        self._refresh_load_buttons()
         self.memory_map.set_bars(())
         for value in self.speed_values:
             value.setText("—")
@@ -428,8 +451,11 @@ class PlanPage(QWidget):
         self.whatif_button.setText(self.tr("What if…"))
         self.back_button.setText(self.tr("Back to this machine"))
         self.load_button.setText(self.tr("Load"))
-        self.load_button.setToolTip(self.tr("Loading from the app comes in a later version; "
-                                            "use `loadout chat` or `loadout serve` meanwhile."))
+        self.load_button.setToolTip(self.tr("Start the engine with this plan, then chat or "
+                                            "serve it."))
+        self.unload_button.setText(self.tr("Unload"))
+        self.unload_button.setToolTip(self.tr("Stop the engine: frees all its memory."))
+        self._refresh_load_buttons()
         self.controls.setTitle(self.tr("Request"))
         for label, text in zip(self.form_labels, [
                 self.tr("Context"), self.tr("Parallel slots"), self.tr("KV cache type"),

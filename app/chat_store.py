@@ -1,0 +1,180 @@
+"""Conversations kept in SQLite in the user data folder, written as they happen.
+
+Every change is committed at once (WAL journal, ``synchronous=FULL``), and a streaming
+answer is saved *before* each piece of it is shown, so a crash of the app (or of the
+machine) loses nothing the user has already seen. One :class:`ChatStore` per thread: the
+UI thread and the streaming worker each open their own connection to the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    title TEXT NOT NULL DEFAULT '',
+    system_prompt TEXT NOT NULL DEFAULT '',
+    sampling TEXT NOT NULL DEFAULT '{}',
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL DEFAULT '',
+    timings TEXT NOT NULL DEFAULT '{}',
+    finish_reason TEXT,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+"""
+
+DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 1024}
+
+
+def default_db_path() -> Path:
+    """``chats.sqlite3`` in the user data folder (``LOADOUT_HOME`` honoured)."""
+    from engine.paths import paths
+
+    folder = paths().data
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "chats.sqlite3"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message; ``timings`` holds the engine's speed figures of an answer."""
+
+    id: int
+    role: str
+    content: str
+    timings: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation's header (its messages are read with :meth:`ChatStore.messages`)."""
+
+    id: int
+    title: str
+    system_prompt: str
+    sampling: dict[str, Any]
+    updated: float
+
+
+class ChatStore:
+    """The conversations database.
+
+    Args:
+        path: the SQLite file (created with its folder when missing).
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    # -- conversations ----------------------------------------------------------------
+    def create(self, title: str = "", system_prompt: str = "",
+               sampling: dict[str, Any] | None = None) -> int:
+        """A new conversation; returns its id."""
+        now = time.time()
+        cur = self._db.execute(
+            "INSERT INTO conversations (title, system_prompt, sampling, created, updated) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (title, system_prompt, json.dumps(sampling or DEFAULT_SAMPLING), now, now))
+        return int(cur.lastrowid or 0)
+
+    def conversations(self) -> list[Conversation]:
+        """Every conversation, the most recently used first."""
+        rows = self._db.execute(
+            "SELECT id, title, system_prompt, sampling, updated FROM conversations "
+            "ORDER BY updated DESC, id DESC").fetchall()
+        return [Conversation(int(r[0]), str(r[1]), str(r[2]), _loads(r[3]), float(r[4]))
+                for r in rows]
+
+    def conversation(self, conversation_id: int) -> Conversation | None:
+        """One conversation's header, or None."""
+        for conv in self.conversations():
+            if conv.id == conversation_id:
+                return conv
+        return None
+
+    def update(self, conversation_id: int, *, title: str | None = None,
+               system_prompt: str | None = None,
+               sampling: dict[str, Any] | None = None) -> None:
+        """Change a conversation's title, system prompt or sampling settings."""
+        sets, args = ["updated = ?"], list[Any]([time.time()])
+        for column, value in (("title", title), ("system_prompt", system_prompt),
+                              ("sampling", json.dumps(sampling) if sampling is not None
+                               else None)):
+            if value is not None:
+                sets.append(f"{column} = ?")
+                args.append(value)
+        self._db.execute(f"UPDATE conversations SET {', '.join(sets)} WHERE id = ?",
+                         (*args, conversation_id))
+
+    def delete(self, conversation_id: int) -> None:
+        """Delete a conversation and its messages."""
+        self._db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # -- messages ---------------------------------------------------------------------
+    def messages(self, conversation_id: int) -> list[Message]:
+        """A conversation's messages in order."""
+        rows = self._db.execute(
+            "SELECT id, role, content, timings, finish_reason FROM messages "
+            "WHERE conversation_id = ? ORDER BY id", (conversation_id,)).fetchall()
+        return [Message(int(r[0]), str(r[1]), str(r[2]), _loads(r[3]), r[4]) for r in rows]
+
+    def add_message(self, conversation_id: int, role: str, content: str) -> int:
+        """Append a message; returns its id."""
+        now = time.time()
+        cur = self._db.execute(
+            "INSERT INTO messages (conversation_id, role, content, created) VALUES (?, ?, ?, ?)",
+            (conversation_id, role, content, now))
+        self._db.execute("UPDATE conversations SET updated = ? WHERE id = ?",
+                         (now, conversation_id))
+        return int(cur.lastrowid or 0)
+
+    def set_content(self, message_id: int, content: str) -> None:
+        """Replace a message's text (a streaming answer, as it grows)."""
+        self._db.execute("UPDATE messages SET content = ? WHERE id = ?", (content, message_id))
+
+    def finish_message(self, message_id: int, content: str, timings: dict[str, Any],
+                       finish_reason: str | None) -> None:
+        """Record an answer's final text, speed figures and finish reason."""
+        self._db.execute(
+            "UPDATE messages SET content = ?, timings = ?, finish_reason = ? WHERE id = ?",
+            (content, json.dumps(timings), finish_reason, message_id))
+
+    def delete_from(self, conversation_id: int, message_id: int) -> None:
+        """Delete ``message_id`` and every later message of the conversation."""
+        self._db.execute("DELETE FROM messages WHERE conversation_id = ? AND id >= ?",
+                         (conversation_id, message_id))
+
+
+def _loads(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,134 @@
+"""How the app starts an engine process: its address, its command line, and safer retries.
+
+No Qt here: plain values and functions, used by :mod:`app.engine_process`.
+
+The engine is ``python -m loadout serve MODEL --launch-spec FILE --ready-json``. Loading
+binds 127.0.0.1 on a free port; serving to other devices binds 0.0.0.0 and always with an
+API key (the app generates one; there is no way to bind off loopback without).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import secrets
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.launch import LaunchSpec
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+ANY_ADDRESS = "0.0.0.0"
+KEY_PREFIX = "sk-loadout-"
+GIB = 1 << 30
+
+
+class KeyRequiredError(ValueError):
+    """Serving to other devices was asked for without an API key."""
+
+
+def new_api_key() -> str:
+    """A fresh random API key (256 bits)."""
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where the engine listens and which key it wants.
+
+    Attributes:
+        lan: listen on every interface (other devices may connect); needs ``api_key``.
+        port: the port (0: a free one, picked at start).
+        api_key: the key clients send (None: none, only allowed on loopback).
+    """
+
+    lan: bool = False
+    port: int = 0
+    api_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.lan and not self.api_key:
+            raise KeyRequiredError("serving to other devices needs an API key")
+
+    @property
+    def host(self) -> str:
+        """The address to bind."""
+        return ANY_ADDRESS if self.lan else LOOPBACK
+
+
+def needs_restart(running: Binding, wanted: Binding, running_port: int) -> bool:
+    """Whether the engine must restart to listen as ``wanted`` asks (it runs as
+    ``running``, on ``running_port``)."""
+    if running.lan != wanted.lan or running.api_key != wanted.api_key:
+        return True
+    return wanted.port not in (0, running_port)
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port free on ``host`` now (known before the engine prints its ready line, so
+    the load's progress can be followed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def lan_address() -> str | None:
+    """This machine's address on its local network (no packet is sent), or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("10.255.255.255", 1))
+            address = str(sock.getsockname()[0])
+        except OSError:
+            return None
+    return None if address.startswith("127.") or address == ANY_ADDRESS else address
+
+
+def launch_spec_from_plan(model_path: Path, plan: Any) -> LaunchSpec:
+    """The LaunchSpec a Plan's ``engine`` parameters describe."""
+    from app.plan_view import plan_document
+
+    engine = plan_document(plan).get("engine") or {}
+    return LaunchSpec.from_plan_engine(str(model_path), engine)
+
+
+def safer_spec(spec: LaunchSpec, n_layers: int, attempt: int = 1) -> LaunchSpec:
+    """A spec less likely to run out of memory than ``spec``: a quarter fewer GPU layers
+    per attempt (so more memory stays free on the GPU), halved batches (smaller compute
+    buffers). ``n_layers`` is the model's block count."""
+    all_layers = n_layers + 1  # llama.cpp counts the output layer too
+    current = all_layers if spec.n_gpu_layers < 0 else min(spec.n_gpu_layers, all_layers)
+    fewer = max(0, int(current * (0.75 ** attempt)))
+    if current > 0 and fewer >= current:
+        fewer = current - 1
+    ubatch = max(64, spec.n_ubatch // 2)
+    return dataclasses.replace(spec, n_gpu_layers=fewer, n_ubatch=ubatch,
+                               n_batch=max(ubatch, spec.n_batch // 2))
+
+
+def write_spec(spec: LaunchSpec, folder: Path) -> Path:
+    """Write ``spec`` as JSON for ``loadout serve --launch-spec``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "launch-spec.json"
+    path.write_text(json.dumps(spec.to_json(), indent=2), encoding="utf-8")
+    return path
+
+
+def serve_arguments(spec_file: Path, model_path: str, binding: Binding, port: int
+                    ) -> list[str]:
+    """The engine's arguments (after ``sys.executable``)."""
+    args = ["-m", "loadout", "serve", model_path, "--launch-spec", str(spec_file),
+            "--host", binding.host, "--port", str(port), "--ready-json"]
+    if binding.api_key:
+        args += ["--api-key", binding.api_key]
+    return args
+
+
+def python_executable() -> str:
+    """The interpreter that runs the engine (the app's own)."""
+    return sys.executable

@@ -1,0 +1,244 @@
+"""The engine process, seen from the app: start it with a LaunchSpec, follow its load,
+notice when it dies, stop it.
+
+The engine runs as ``python -m loadout serve`` under a :class:`QProcess` (its output is
+read by Qt's event loop, never by a blocking call on the UI thread). The app knows the
+port before the engine is ready, so it can follow the load on ``/health``; the ready line
+(``--ready-json``) gives the model id. A process that ends without being asked to is a
+crash: the last lines of its log say why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
+
+from app.engine_client import Endpoint
+from app.engine_launch import (
+    LOOPBACK,
+    Binding,
+    free_port,
+    python_executable,
+    serve_arguments,
+    write_spec,
+)
+from app.status_poller import StatusPoller
+from engine.launch import LaunchSpec
+
+log = logging.getLogger(__name__)
+
+LOG_LINES = 40
+STOP_GRACE_MS = 5000
+STATES = ("unloaded", "loading", "ready", "stopping", "crashed")
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+class EngineProcess(QObject):
+    """One engine process at a time.
+
+    Signals:
+        sig_state_changed(str): one of :data:`STATES`.
+        sig_load_progressed(float): the model load, 0..1.
+        sig_engine_ready(object): the :class:`Endpoint` to talk to.
+        sig_engine_died(str): the engine ended unasked; the argument is its last log lines.
+    """
+
+    sig_state_changed = Signal(str)
+    sig_load_progressed = Signal(float)
+    sig_engine_ready = Signal(object)
+    sig_engine_died = Signal(str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.state = "unloaded"
+        self.spec: LaunchSpec | None = None
+        self.binding = Binding()
+        self.port = 0
+        self.endpoint: Endpoint | None = None
+        self.load_progress = 0.0
+        self.log_tail: deque[str] = deque(maxlen=LOG_LINES)
+        self.exit_code: int | None = None
+        self.poller = StatusPoller(parent=self)
+        self.poller.sig_health_received.connect(self._on_poller_health)
+        self._process: QProcess | None = None
+        self._stdout = b""
+        self._stderr = b""
+        self._after_stop: tuple[LaunchSpec, Binding] | None = None
+
+    # -- control ----------------------------------------------------------------------
+    def load(self, spec: LaunchSpec, binding: Binding | None = None) -> None:
+        """Start an engine carrying out ``spec`` (an engine already running stops first)."""
+        wanted = binding if binding is not None else Binding()
+        if self._process is not None:
+            self._after_stop = (spec, wanted)
+            self.unload()
+            return
+        from engine.paths import paths
+
+        self.spec, self.binding = spec, wanted
+        self.port = wanted.port or free_port(LOOPBACK)
+        spec_file = write_spec(spec, paths().cache / "engine")
+        self.log_tail.clear()
+        self.exit_code = None
+        self._stdout = self._stderr = b""
+        self.load_progress = 0.0
+        process = QProcess(self)
+        env = QProcessEnvironment.systemEnvironment()
+        root = str(_repo_root())
+        env.insert("PYTHONPATH", os.pathsep.join(
+            p for p in (root, env.value("PYTHONPATH", "")) if p))
+        env.insert("PYTHONUNBUFFERED", "1")
+        process.setProcessEnvironment(env)
+        process.setWorkingDirectory(root)
+        process.readyReadStandardOutput.connect(self._on_process_stdout)
+        process.readyReadStandardError.connect(self._on_process_stderr)
+        process.finished.connect(self._on_process_finished)
+        process.errorOccurred.connect(self._on_process_error)
+        self._process = process
+        self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=wanted.api_key)
+        args = serve_arguments(spec_file, spec.model_path, wanted, self.port)
+        log.info("starting the engine: %s %s", python_executable(), " ".join(
+            a if a != wanted.api_key else "***" for a in args))
+        self._set_state("loading")
+        self.sig_load_progressed.emit(0.0)
+        process.start(python_executable(), args)
+        self.poller.start(self.endpoint, ready=False)
+
+    def restart(self, binding: Binding) -> None:
+        """Start the same spec again, listening as ``binding`` says."""
+        if self.spec is not None:
+            self.load(self.spec, binding)
+
+    def unload(self) -> None:
+        """Stop the engine (frees all its memory); returns at once."""
+        process = self._process
+        if process is None:
+            self._set_state("unloaded")
+            return
+        self._set_state("stopping")
+        self.poller.stop()
+        process.terminate()
+        process_ref = process
+
+        def force() -> None:
+            running = process_ref.state() != QProcess.ProcessState.NotRunning
+            if self._process is process_ref and running:
+                process_ref.kill()
+
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(STOP_GRACE_MS, self, force)
+
+    def shutdown(self) -> None:
+        """Stop the engine and wait for it (app exit, tests' teardown)."""
+        self._after_stop = None
+        self.poller.shutdown()
+        process = self._process
+        if process is None:
+            return
+        self.state = "stopping"
+        process.terminate()
+        if not process.waitForFinished(STOP_GRACE_MS):
+            process.kill()
+            process.waitForFinished(STOP_GRACE_MS)
+
+    def pid(self) -> int | None:
+        """The engine's process id while it runs."""
+        if self._process is None:
+            return None
+        value = int(self._process.processId())
+        return value or None
+
+    def log_text(self) -> str:
+        """The last lines the engine wrote to its log (stderr)."""
+        return "\n".join(self.log_tail)
+
+    # -- process events ---------------------------------------------------------------
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.sig_state_changed.emit(state)
+
+    def _on_process_stdout(self) -> None:
+        if self._process is None:
+            return
+        self._stdout += bytes(self._process.readAllStandardOutput().data())
+        *lines, self._stdout = self._stdout.split(b"\n")
+        for line in lines:
+            self._on_line(line.decode("utf-8", "replace").strip())
+
+    def _on_line(self, line: str) -> None:
+        try:
+            doc: Any = json.loads(line)
+        except ValueError:
+            self.log_tail.append(line)
+            return
+        if not isinstance(doc, dict):
+            return
+        if doc.get("event") == "ready" and self.endpoint is not None:
+            self.endpoint = Endpoint(self.endpoint.url, str(doc.get("model") or ""),
+                                     self.binding.api_key)
+            self.load_progress = 1.0
+            self.sig_load_progressed.emit(1.0)
+            self._set_state("ready")
+            self.poller.start(self.endpoint, ready=True)
+            self.sig_engine_ready.emit(self.endpoint)
+        elif doc.get("event") == "error":
+            self.log_tail.append(str(doc.get("error", "")))
+
+    def _on_process_stderr(self) -> None:
+        if self._process is None:
+            return
+        self._stderr += bytes(self._process.readAllStandardError().data())
+        *lines, self._stderr = self._stderr.split(b"\n")
+        for raw in lines:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                self.log_tail.append(line)
+                log.debug("engine: %s", line)
+
+    def _on_poller_health(self, doc: dict[str, Any]) -> None:
+        if self.state != "loading":
+            return
+        progress = doc.get("progress")
+        if isinstance(progress, int | float):
+            self.load_progress = float(progress)
+            self.sig_load_progressed.emit(self.load_progress)
+
+    def _on_process_error(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart:
+            self.log_tail.append(f"the engine could not be started: {python_executable()}")
+            self._on_process_finished(-1, QProcess.ExitStatus.CrashExit)
+
+    def _on_process_finished(self, code: int, _status: QProcess.ExitStatus) -> None:
+        process = self._process
+        if process is None:
+            return
+        self._on_process_stderr()
+        self._process = None
+        process.deleteLater()
+        self.poller.stop()
+        self.exit_code = code
+        asked = self.state == "stopping"
+        self.endpoint = None
+        if self._after_stop is not None:
+            spec, binding = self._after_stop
+            self._after_stop = None
+            self._set_state("unloaded")
+            self.load(spec, binding)
+            return
+        if asked:
+            self._set_state("unloaded")
+            return
+        log.error("the engine ended unexpectedly (exit %s):\n%s", code, self.log_text())
+        self._set_state("crashed")
+        self.sig_engine_died.emit(self.log_text())

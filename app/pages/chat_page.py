@@ -1,0 +1,411 @@
+"""Chat: conversations on the left, the transcript with its speed footers, the input.
+
+Answers stream from the engine process over HTTP in a worker (:mod:`app.chat_streamer`);
+the page only renders what arrives. While an answer streams, a small chart follows the
+engine's live decode t/s (from ``/v1/loadout/status``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, QUrl, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.chat_render import COPY_SCHEME, footer_text, render, speed_figures
+from app.chat_store import DEFAULT_SAMPLING, ChatStore, Message
+from app.chat_streamer import ChatStreamer
+from app.engine_client import Endpoint, StreamResult
+from app.engine_process import EngineProcess
+from app.widgets.speed_chart import SpeedChart
+
+log = logging.getLogger(__name__)
+
+LIVE_POLL_MS = 250
+IDLE_POLL_MS = 1000
+TITLE_CHARS = 48
+
+
+def live_decode_tps(status: dict[str, Any]) -> float | None:
+    """The engine's current decode t/s over the slots that are decoding (their mean)."""
+    engine = status.get("engine") or {}
+    values = [float(s["decode_tps"]) for s in engine.get("slots") or ()
+              if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float)]
+    return sum(values) / len(values) if values else None
+
+
+class ChatPage(QWidget):
+    """The chat window.
+
+    Signals:
+        sig_answer_finished(object): the :class:`StreamResult` of an answer.
+    """
+
+    sig_answer_finished = Signal(object)
+
+    def __init__(self, engine: EngineProcess, store: ChatStore | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self.store = store or ChatStore()
+        self.streamer = ChatStreamer(self)
+        self.conversation_id: int | None = None
+        self.messages: list[Message] = []
+        self.code_blocks: tuple[str, ...] = ()
+        self.last_error = ""
+        self._loading_conversation = False
+        self._build()
+        self.streamer.sig_text_arrived.connect(self._on_streamer_text)
+        self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
+        engine.sig_state_changed.connect(self._on_engine_state)
+        engine.poller.sig_status_received.connect(self._on_engine_status)
+        self.reload_conversations()
+        self.retranslate()
+
+    # -- layout -----------------------------------------------------------------------
+    def _build(self) -> None:
+        self.title = QLabel()
+        self.title.setObjectName("pageTitle")
+        self.engine_label = QLabel()
+        self.list_label = QLabel()
+        self.conversation_list = QListWidget()
+        self.conversation_list.currentItemChanged.connect(self._on_list_current)
+        self.new_button, self.delete_button = QPushButton(), QPushButton()
+        self.new_button.clicked.connect(self.new_conversation)
+        self.delete_button.clicked.connect(self.delete_conversation)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.addWidget(self.list_label)
+        left_layout.addWidget(self.conversation_list, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.new_button)
+        row.addWidget(self.delete_button)
+        left_layout.addLayout(row)
+
+        self.settings_box = QGroupBox()
+        self.settings_box.setCheckable(True)
+        self.settings_box.setChecked(False)
+        self.system_prompt = QPlainTextEdit()
+        self.system_prompt.setMaximumHeight(self.fontMetrics().lineSpacing() * 4)
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 2.0)
+        self.temperature.setSingleStep(0.1)
+        self.top_p = QDoubleSpinBox()
+        self.top_p.setRange(0.0, 1.0)
+        self.top_p.setSingleStep(0.05)
+        self.max_tokens = QSpinBox()
+        self.max_tokens.setRange(1, 1 << 20)
+        form = QFormLayout(self.settings_box)
+        self.form_labels = [QLabel() for _ in range(4)]
+        for label, field in zip(self.form_labels, (self.system_prompt, self.temperature,
+                                                   self.top_p, self.max_tokens), strict=True):
+            form.addRow(label, field)
+        self.settings_box.toggled.connect(self._on_settings_toggled)
+        self._on_settings_toggled(False)
+        self.system_prompt.textChanged.connect(self._save_settings)
+        for box in (self.temperature, self.top_p, self.max_tokens):
+            box.valueChanged.connect(self._save_settings)
+
+        self.transcript = QTextBrowser()
+        self.transcript.setOpenLinks(False)
+        self.transcript.anchorClicked.connect(self._on_transcript_link)
+        self.chart = SpeedChart()
+        self.footer = QLabel()
+        self.footer.setObjectName("chatFooter")
+        self.footer.setWordWrap(True)
+        live = QHBoxLayout()
+        live.addWidget(self.footer, 3)
+        live.addWidget(self.chart, 2)
+        self.input = QPlainTextEdit()
+        self.input.setMaximumHeight(self.fontMetrics().lineSpacing() * 5)
+        self.send_button, self.stop_button = QPushButton(), QPushButton()
+        self.regenerate_button, self.edit_button = QPushButton(), QPushButton()
+        self.send_button.clicked.connect(lambda: self.send())
+        self.stop_button.clicked.connect(self.stop)
+        self.regenerate_button.clicked.connect(self.regenerate)
+        self.edit_button.clicked.connect(self.edit_last_question)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.edit_button)
+        buttons.addWidget(self.regenerate_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.send_button)
+
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        header = QHBoxLayout()
+        header.addWidget(self.title, 1)
+        header.addWidget(self.engine_label)
+        right_layout.addLayout(header)
+        right_layout.addWidget(self.settings_box)
+        right_layout.addWidget(self.transcript, 1)
+        right_layout.addLayout(live)
+        right_layout.addWidget(self.input)
+        right_layout.addLayout(buttons)
+        splitter = QSplitter()
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([220, 800])
+        QVBoxLayout(self).addWidget(splitter)
+
+    # -- conversations ----------------------------------------------------------------
+    def reload_conversations(self) -> None:
+        """List the saved conversations (the current one stays selected)."""
+        self.conversation_list.blockSignals(True)
+        self.conversation_list.clear()
+        for conv in self.store.conversations():
+            item = QListWidgetItem(conv.title or self.tr("New conversation"))
+            item.setData(Qt.ItemDataRole.UserRole, conv.id)
+            self.conversation_list.addItem(item)
+            if conv.id == self.conversation_id:
+                self.conversation_list.setCurrentItem(item)
+        self.conversation_list.blockSignals(False)
+        if self.conversation_id is None and self.conversation_list.count():
+            self.conversation_list.setCurrentRow(0)
+
+    def open_conversation(self, conversation_id: int | None) -> None:
+        """Show a conversation (None: an empty page for a new one)."""
+        if self.streamer.busy:
+            self.streamer.stop()
+        self.conversation_id = conversation_id
+        conv = self.store.conversation(conversation_id) if conversation_id else None
+        sampling = {**DEFAULT_SAMPLING, **(conv.sampling if conv else {})}
+        self._loading_conversation = True
+        self.system_prompt.setPlainText(conv.system_prompt if conv else "")
+        self.temperature.setValue(float(sampling["temperature"]))
+        self.top_p.setValue(float(sampling["top_p"]))
+        self.max_tokens.setValue(int(sampling["max_tokens"]))
+        self._loading_conversation = False
+        self.messages = self.store.messages(conversation_id) if conversation_id else []
+        self.last_error = ""
+        last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
+        self.footer.setText(footer_text(last.timings) if last else "")
+        self._render()
+        self._refresh_buttons()
+
+    def new_conversation(self) -> None:
+        """Start a new, empty conversation."""
+        self.conversation_list.blockSignals(True)
+        self.conversation_list.setCurrentRow(-1)
+        self.conversation_list.blockSignals(False)
+        self.open_conversation(None)
+        self.input.setFocus()
+
+    def delete_conversation(self) -> None:
+        """Delete the conversation shown."""
+        if self.conversation_id is None:
+            return
+        self.store.delete(self.conversation_id)
+        self.conversation_id = None
+        self.reload_conversations()
+        if self.conversation_id is None:
+            self.open_conversation(None)
+
+    def _on_list_current(self, item: QListWidgetItem | None,
+                         _previous: QListWidgetItem | None) -> None:
+        if item is not None:
+            self.open_conversation(int(item.data(Qt.ItemDataRole.UserRole)))
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling settings shown (saved with the conversation)."""
+        return {"temperature": round(self.temperature.value(), 3),
+                "top_p": round(self.top_p.value(), 3), "max_tokens": self.max_tokens.value()}
+
+    def _save_settings(self) -> None:
+        if self._loading_conversation or self.conversation_id is None:
+            return
+        self.store.update(self.conversation_id, system_prompt=self.system_prompt.toPlainText(),
+                          sampling=self.sampling())
+
+    def _on_settings_toggled(self, shown: bool) -> None:
+        for widget in (*self.form_labels, self.system_prompt, self.temperature, self.top_p,
+                       self.max_tokens):
+            widget.setVisible(shown)
+
+    # -- asking -----------------------------------------------------------------------
+    def send(self, text: str | None = None) -> bool:
+        """Ask ``text`` (default: the input box); False when nothing could be sent."""
+        question = (self.input.toPlainText() if text is None else text).strip()
+        endpoint = self._engine.endpoint if self._engine.state == "ready" else None
+        if not question or endpoint is None or self.streamer.busy:
+            return False
+        if self.conversation_id is None:
+            title = " ".join(question.split())[:TITLE_CHARS]
+            self.conversation_id = self.store.create(
+                title, self.system_prompt.toPlainText(), self.sampling())
+            self.reload_conversations()
+        self.store.add_message(self.conversation_id, "user", question)
+        self.input.clear()
+        self._ask(endpoint)
+        return True
+
+    def _ask(self, endpoint: Endpoint) -> None:
+        assert self.conversation_id is not None
+        history = [{"role": m.role, "content": m.content}
+                   for m in self.store.messages(self.conversation_id)]
+        system = self.system_prompt.toPlainText().strip()
+        if system:
+            history.insert(0, {"role": "system", "content": system})
+        answer_id = self.store.add_message(self.conversation_id, "assistant", "")
+        self.messages = self.store.messages(self.conversation_id)
+        self.last_error = ""
+        self.chart.clear()
+        self._engine.poller.set_interval(LIVE_POLL_MS)
+        body = {"messages": history, **self.sampling()}
+        self.streamer.start(endpoint, body, self.store.path, answer_id)
+        self._render()
+        self._refresh_buttons()
+
+    def stop(self) -> None:
+        """Stop the answer streaming (what arrived is kept)."""
+        self.streamer.stop()
+
+    def regenerate(self) -> None:
+        """Ask the last question again (the last answer is replaced)."""
+        endpoint = self._engine.endpoint if self._engine.state == "ready" else None
+        if self.conversation_id is None or endpoint is None or self.streamer.busy:
+            return
+        messages = self.store.messages(self.conversation_id)
+        if messages and messages[-1].role == "assistant":
+            self.store.delete_from(self.conversation_id, messages[-1].id)
+        if any(m.role == "user" for m in messages):
+            self._ask(endpoint)
+
+    def edit_last_question(self) -> None:
+        """Put the last question back in the input box (it and its answer are removed)."""
+        if self.conversation_id is None or self.streamer.busy:
+            return
+        messages = self.store.messages(self.conversation_id)
+        last = next((m for m in reversed(messages) if m.role == "user"), None)
+        if last is None:
+            return
+        self.store.delete_from(self.conversation_id, last.id)
+        self.input.setPlainText(last.content)
+        self.open_conversation(self.conversation_id)
+        self.input.setFocus()
+
+    # -- streaming --------------------------------------------------------------------
+    def _on_streamer_text(self, text: str) -> None:
+        if self.messages and self.messages[-1].role == "assistant":
+            last = self.messages[-1]
+            self.messages[-1] = Message(last.id, last.role, text)
+            self._render()
+
+    def _on_streamer_finished(self, result: StreamResult, error: str) -> None:
+        self._engine.poller.set_interval(IDLE_POLL_MS)
+        self.last_error = error
+        if self.conversation_id is not None:
+            self.messages = self.store.messages(self.conversation_id)
+        self.footer.setText(footer_text(result.timings))
+        self._render()
+        self._refresh_buttons()
+        self.sig_answer_finished.emit(result)
+
+    def _on_engine_status(self, status: dict[str, Any]) -> None:
+        if not self.streamer.busy:
+            return
+        tps = live_decode_tps(status)
+        if tps is not None:
+            self.chart.add(tps)
+
+    def _on_engine_state(self, _state: str) -> None:
+        self._refresh_engine_label()
+        self._refresh_buttons()
+
+    def _render(self) -> None:
+        rendered = render(self.messages, self.last_error)
+        self.code_blocks = rendered.code_blocks
+        bar = self.transcript.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        self.transcript.setMarkdown(rendered.markdown)
+        if at_end:
+            bar.setValue(bar.maximum())
+
+    def _on_transcript_link(self, url: QUrl) -> None:
+        if url.scheme() != COPY_SCHEME:
+            return
+        try:
+            block = self.code_blocks[int(url.path())]
+        except (ValueError, IndexError):
+            return
+        QGuiApplication.clipboard().setText(block)
+
+    def transcript_text(self) -> str:
+        """The transcript as plain text (what the user reads)."""
+        return self.transcript.toPlainText()
+
+    def _refresh_buttons(self) -> None:
+        ready = self._engine.state == "ready"
+        busy = self.streamer.busy
+        has_messages = bool(self.messages)
+        self.send_button.setEnabled(ready and not busy)
+        self.stop_button.setEnabled(busy)
+        self.regenerate_button.setEnabled(ready and not busy and has_messages)
+        self.edit_button.setEnabled(not busy and has_messages)
+        self.delete_button.setEnabled(self.conversation_id is not None and not busy)
+
+    def _refresh_engine_label(self) -> None:
+        names = {"unloaded": self.tr("No model loaded: load one from the Plan page."),
+                 "loading": self.tr("The model is loading…"),
+                 "ready": self.tr("Ready"),
+                 "stopping": self.tr("Unloading…"),
+                 "crashed": self.tr("The engine stopped (see the message above).")}
+        self.engine_label.setText(names.get(self._engine.state, ""))
+
+    def shutdown(self) -> None:
+        """Stop streaming and wait for the worker; close the database."""
+        self.streamer.shutdown()
+        self.store.close()
+
+    # -- texts ------------------------------------------------------------------------
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def retranslate(self) -> None:
+        """Set every visible text in the current language."""
+        self.title.setText(self.tr("Chat"))
+        self.list_label.setText(self.tr("Conversations"))
+        self.new_button.setText(self.tr("New"))
+        self.delete_button.setText(self.tr("Delete"))
+        self.settings_box.setTitle(self.tr("System prompt and sampling"))
+        for label, text in zip(self.form_labels, (
+                self.tr("System prompt"), self.tr("Temperature"), self.tr("Top-p"),
+                self.tr("Longest answer (tokens)")), strict=True):
+            label.setText(text)
+        self.input.setPlaceholderText(self.tr("Ask something… (Ctrl+Enter sends)"))
+        self.send_button.setText(self.tr("Send"))
+        self.stop_button.setText(self.tr("Stop"))
+        self.regenerate_button.setText(self.tr("Regenerate"))
+        self.edit_button.setText(self.tr("Edit last question"))
+        self.chart.set_caption(self.tr("decode t/s, live"))
+        self.chart.setToolTip(self.tr("The engine's decode t/s while the answer streams"))
+        self._refresh_engine_label()
+        self.reload_conversations()
+        if self.messages:
+            self._render()
+        last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
+        self.footer.setText(footer_text(last.timings) if last else "")
+        self._refresh_buttons()
+
+
+__all__ = ["ChatPage", "live_decode_tps", "speed_figures"]

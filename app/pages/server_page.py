@@ -1,0 +1,303 @@
+"""Server: one switch to serve the loaded model over the OpenAI-compatible API.
+
+The engine process already answers on 127.0.0.1 (the chat uses it); serving on this
+computer only shows its address. Allowing other devices restarts the engine bound to every
+interface, always with an API key (generated here, shown and copyable). Live: the active
+and queued requests, the aggregate decode throughput, memory per device.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine_launch import Binding, lan_address, needs_restart, new_api_key
+from app.engine_process import EngineProcess
+from app.formatting import fmt_bytes, fmt_tps
+from app.server_snippets import snippets
+from app.widgets.speed_chart import SpeedChart
+
+log = logging.getLogger(__name__)
+
+
+def aggregate_decode_tps(status: dict[str, Any]) -> float:
+    """The engine's decode t/s summed over every slot decoding now."""
+    engine = status.get("engine") or {}
+    return sum(float(s["decode_tps"]) for s in engine.get("slots") or ()
+               if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float))
+
+
+class ServerPage(QWidget):
+    """The server panel. ``binding()`` is what the controls ask for."""
+
+    sig_binding_applied = Signal(object)
+
+    def __init__(self, engine: EngineProcess, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self._applying = False
+        self._build()
+        engine.sig_state_changed.connect(self._on_engine_state)
+        engine.sig_engine_ready.connect(self._on_engine_ready)
+        engine.poller.sig_status_received.connect(self._on_engine_status)
+        self.retranslate()
+
+    def _build(self) -> None:
+        self.title = QLabel()
+        self.title.setObjectName("pageTitle")
+        self.state_label = QLabel()
+        self.state_label.setWordWrap(True)
+        self.serve_switch = QCheckBox()
+        self.serve_switch.setObjectName("serveSwitch")
+        self.port = QSpinBox()
+        self.port.setRange(0, 65535)
+        self.lan = QCheckBox()
+        self.key = QLineEdit()
+        self.key.setReadOnly(True)
+        self.new_key_button, self.copy_key_button = QPushButton(), QPushButton()
+        self.new_key_button.clicked.connect(self._on_new_key)
+        self.copy_key_button.clicked.connect(lambda: self._copy(self.key.text()))
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.key, 1)
+        key_row.addWidget(self.new_key_button)
+        key_row.addWidget(self.copy_key_button)
+        self.settings_box = QGroupBox()
+        form = QFormLayout(self.settings_box)
+        self.form_labels = [QLabel() for _ in range(2)]
+        form.addRow(self.serve_switch)
+        form.addRow(self.form_labels[0], self.port)
+        form.addRow(self.lan)
+        form.addRow(self.form_labels[1], key_row)
+        self.serve_switch.toggled.connect(self._on_switch_toggled)
+        self.lan.toggled.connect(self._on_lan_toggled)
+        self.port.editingFinished.connect(self._on_port_edited)
+
+        self.address_box = QGroupBox()
+        self.local_url = QLabel()
+        self.lan_url = QLabel()
+        for label in (self.local_url, self.lan_url):
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.copy_url_button = QPushButton()
+        self.copy_url_button.clicked.connect(lambda: self._copy(self.base_url()))
+        self.snippet_tabs = QTabWidget()
+        self.snippet_views: dict[str, QPlainTextEdit] = {}
+        for name in ("curl", "Python", "JavaScript"):
+            view = QPlainTextEdit()
+            view.setReadOnly(True)
+            view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+            self.snippet_views[name] = view
+            self.snippet_tabs.addTab(view, name)
+        self.copy_snippet_button = QPushButton()
+        self.copy_snippet_button.clicked.connect(
+            lambda: self._copy(self.snippet_tabs.currentWidget().toPlainText()))  # type: ignore[attr-defined]
+        address = QGridLayout(self.address_box)
+        address.addWidget(self.local_url, 0, 0)
+        address.addWidget(self.copy_url_button, 0, 1)
+        address.addWidget(self.lan_url, 1, 0, 1, 2)
+        address.addWidget(self.snippet_tabs, 2, 0, 1, 2)
+        address.addWidget(self.copy_snippet_button, 3, 1)
+
+        self.requests_box = QGroupBox()
+        self.requests = QTableWidget(0, 5)
+        self.requests.verticalHeader().setVisible(False)
+        self.queued_label = QLabel()
+        self.throughput = SpeedChart()
+        requests = QVBoxLayout(self.requests_box)
+        requests.addWidget(self.requests, 1)
+        requests.addWidget(self.queued_label)
+        requests.addWidget(self.throughput)
+        self.memory_box = QGroupBox()
+        self.memory = QTableWidget(0, 3)
+        self.memory.verticalHeader().setVisible(False)
+        QVBoxLayout(self.memory_box).addWidget(self.memory)
+
+        left = QVBoxLayout()
+        left.addWidget(self.settings_box)
+        left.addWidget(self.address_box, 1)
+        right = QVBoxLayout()
+        right.addWidget(self.requests_box, 2)
+        right.addWidget(self.memory_box, 1)
+        body = QHBoxLayout()
+        body.addLayout(left, 3)
+        body.addLayout(right, 2)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addWidget(self.state_label)
+        layout.addLayout(body, 1)
+
+    # -- what the controls ask for ------------------------------------------------------
+    def binding(self) -> Binding:
+        """The binding the controls describe (serving off: loopback on any port).
+
+        Raises:
+            KeyRequiredError: other devices allowed without a key (the panel never does).
+        """
+        if not self.serve_switch.isChecked():
+            return Binding()
+        lan = self.lan.isChecked()
+        return Binding(lan=lan, port=self.port.value(),
+                       api_key=self.key.text() or None if lan else None)
+
+    def apply(self) -> None:
+        """Restart the engine if it does not listen as the controls ask."""
+        if self._engine.state != "ready":
+            self._refresh()
+            return
+        wanted = self.binding()
+        if needs_restart(self._engine.binding, wanted, self._engine.port):
+            self._engine.restart(wanted)
+        self._refresh()
+        self.sig_binding_applied.emit(wanted)
+
+    def base_url(self) -> str:
+        """The base URL a client on this computer uses ("" when not serving)."""
+        endpoint = self._engine.endpoint
+        if not self.serve_switch.isChecked() or endpoint is None:
+            return ""
+        return endpoint.base_url
+
+    def shown_key(self) -> str:
+        """The key shown (what clients must send), "" when none is needed."""
+        return self.key.text() if self._engine.binding.lan else ""
+
+    # -- events -----------------------------------------------------------------------
+    def _on_switch_toggled(self, _on: bool) -> None:
+        self.apply()
+
+    def _on_lan_toggled(self, on: bool) -> None:
+        if on and not self.key.text():
+            self.key.setText(new_api_key())  # never other devices without a key
+        if self.serve_switch.isChecked():
+            self.apply()
+        self._refresh()
+
+    def _on_new_key(self) -> None:
+        self.key.setText(new_api_key())
+        if self.serve_switch.isChecked() and self.lan.isChecked():
+            self.apply()
+
+    def _on_port_edited(self) -> None:
+        if self.serve_switch.isChecked():
+            self.apply()
+
+    def _on_engine_state(self, _state: str) -> None:
+        self._refresh()
+
+    def _on_engine_ready(self, _endpoint: object) -> None:
+        self._refresh()
+
+    def _on_engine_status(self, status: dict[str, Any]) -> None:
+        engine = status.get("engine") or {}
+        slots = [s for s in engine.get("slots") or () if isinstance(s, dict)]
+        self.requests.setRowCount(len(slots))
+        for row, slot in enumerate(slots):
+            tps = slot.get("decode_tps")
+            values = [str(slot.get("seq", row)), self._slot_state(str(slot.get("state", ""))),
+                      str(slot.get("tokens", 0)), str(slot.get("generated", 0)),
+                      fmt_tps(float(tps)) if isinstance(tps, int | float) else "—"]
+            for col, value in enumerate(values):
+                self.requests.setItem(row, col, QTableWidgetItem(value))
+        self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(
+            n=int(engine.get("queued", 0) or 0)))
+        self.throughput.add(aggregate_decode_tps(status))
+        devices = [d for d in engine.get("devices") or () if isinstance(d, dict)]
+        self.memory.setRowCount(len(devices))
+        for row, dev in enumerate(devices):
+            total, free = int(dev.get("total_bytes", 0)), int(dev.get("free_bytes", 0))
+            for col, value in enumerate((str(dev.get("name", "")), fmt_bytes(total - free),
+                                         fmt_bytes(total))):
+                self.memory.setItem(row, col, QTableWidgetItem(value))
+
+    def _slot_state(self, state: str) -> str:
+        return {"idle": self.tr("idle"), "prefill": self.tr("reading the prompt"),
+                "decode": self.tr("generating")}.get(state, state)
+
+    def _copy(self, text: str) -> None:
+        if text:
+            QGuiApplication.clipboard().setText(text)
+
+    def _refresh(self) -> None:
+        state = self._engine.state
+        loaded = state in ("ready", "loading")
+        self.serve_switch.setEnabled(loaded)
+        self.key.setEnabled(self.lan.isChecked())
+        self.new_key_button.setEnabled(self.lan.isChecked())
+        self.copy_key_button.setEnabled(self.lan.isChecked() and bool(self.key.text()))
+        if state == "ready" and self.serve_switch.isChecked():
+            self.state_label.setText(self.tr("Serving {model}.").format(
+                model=self._engine.endpoint.model if self._engine.endpoint else ""))
+        elif state == "loading":
+            self.state_label.setText(self.tr("The engine is starting…"))
+        elif state == "ready":
+            self.state_label.setText(self.tr("The loaded model answers only this app until "
+                                             "you turn the server on."))
+        else:
+            self.state_label.setText(self.tr("Load a model from the Plan page to serve it."))
+        url = self.base_url()
+        key = self.shown_key()
+        self.local_url.setText(self.tr("On this computer: {url}").format(url=url) if url
+                               else self.tr("Not serving."))
+        address = lan_address() if self._engine.binding.lan else None
+        lan_url = url.replace("127.0.0.1", address) if url and address else ""
+        self.lan_url.setText(self.tr("From other devices: {url}").format(url=lan_url)
+                             if lan_url else "")
+        self.lan_url.setVisible(bool(lan_url))
+        self.copy_url_button.setEnabled(bool(url))
+        model = self._engine.endpoint.model if self._engine.endpoint else "MODEL"
+        for name, text in snippets(url or "http://127.0.0.1:PORT/v1", key or None,
+                                   model).items():
+            self.snippet_views[name].setPlainText(text)
+
+    # -- texts ------------------------------------------------------------------------
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.LanguageChange:
+            self.retranslate()
+        super().changeEvent(event)
+
+    def retranslate(self) -> None:
+        """Set every visible text in the current language."""
+        self.title.setText(self.tr("Server"))
+        self.settings_box.setTitle(self.tr("OpenAI-compatible server"))
+        self.serve_switch.setText(self.tr("Serve the loaded model"))
+        self.form_labels[0].setText(self.tr("Port"))
+        self.form_labels[1].setText(self.tr("API key"))
+        self.port.setSpecialValueText(self.tr("Any free port"))
+        self.lan.setText(self.tr("Allow other devices on my network"))
+        self.lan.setToolTip(self.tr("Restarts the engine listening on every network "
+                                    "interface; clients must then send the API key."))
+        self.key.setPlaceholderText(self.tr("Only needed for other devices"))
+        self.new_key_button.setText(self.tr("New key"))
+        self.copy_key_button.setText(self.tr("Copy key"))
+        self.address_box.setTitle(self.tr("Address and examples"))
+        self.copy_url_button.setText(self.tr("Copy URL"))
+        self.copy_snippet_button.setText(self.tr("Copy example"))
+        self.requests_box.setTitle(self.tr("Requests"))
+        self.requests.setHorizontalHeaderLabels([
+            self.tr("Slot"), self.tr("State"), self.tr("Tokens held"), self.tr("Generated"),
+            self.tr("decode t/s")])
+        self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(n=0))
+        self.throughput.set_caption(self.tr("decode t/s, all requests"))
+        self.memory_box.setTitle(self.tr("Memory per device"))
+        self.memory.setHorizontalHeaderLabels([self.tr("Device"), self.tr("In use"),
+                                               self.tr("Total")])
+        self._refresh()

@@ -1,0 +1,197 @@
+"""The chat window on the real engine process (the demo model, loaded once here)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from tests.app.engine_window import close_window, open_window, wait_until, window_fixture
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "What is the capital of France? Answer briefly."
+LONG_ASK = "Write a very long story about a dragon who learns to cook. Use many chapters."
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("chat-home")
+
+
+@pytest.fixture(scope="module")
+def window(qapp: QApplication, home: Path, demo_model: Path) -> Iterator[Any]:
+    yield from window_fixture(home, demo_model)
+
+
+def _ask(window: Any, text: str, **sampling: Any) -> Any:
+    chat = window.chat
+    chat.temperature.setValue(sampling.get("temperature", 0.0))
+    chat.max_tokens.setValue(sampling.get("max_tokens", 48))
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    try:
+        chat.input.setPlainText(text)
+        chat.send_button.click()
+        wait_until(lambda: results, 120, "the answer")
+    finally:
+        chat.sig_answer_finished.disconnect(results.append)
+    return results[0]
+
+
+def test_answer_contains_paris_and_footer_shows_the_engines_four_speeds(window: Any) -> None:
+    window.show_page("chat")
+    window.chat.new_conversation()
+    result = _ask(window, QUESTION)
+    assert window.chat.last_error == ""
+    assert "Paris" in result.text
+    assert "Paris" in window.chat.transcript_text()
+    timings = result.timings
+    assert timings["generated_tokens"] > 1 and timings["decode_tps"] > 0
+    footer = window.chat.footer.text()
+    for name in ("TTFT", "prefill", "decode", "end-to-end"):
+        assert name in footer
+    # the figures shown are the engine's, not the app's own
+    from app.formatting import fmt_tps
+
+    assert f"decode {fmt_tps(timings['decode_tps'])} t/s" in footer
+    assert f"end-to-end {fmt_tps(timings['e2e_tps'])} t/s" in footer
+    assert f"decode {fmt_tps(timings['decode_tps'])} t/s" in window.chat.transcript_text()
+    assert window.status_decode.text() == f"Decode: {fmt_tps(timings['decode_tps'])} t/s"
+    assert window.status_engine.text() == "Engine: ready"
+    # saved with its figures
+    stored = window.chat.store.messages(window.chat.conversation_id)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert stored[1].content == result.text and stored[1].timings == timings
+
+
+def test_stop_mid_answer_keeps_what_was_shown_and_frees_the_slot(window: Any) -> None:
+    chat = window.chat
+    chat.new_conversation()
+    chat.temperature.setValue(0.8)
+    chat.max_tokens.setValue(2000)
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    chat.input.setPlainText(LONG_ASK)
+    chat.send_button.click()
+    assert chat.stop_button.isEnabled() and not chat.send_button.isEnabled()
+    wait_until(lambda: len(chat.messages[-1].content) > 20 or results, 120, "text")
+    assert not results, "the answer ended before it could be stopped"
+    chat.stop_button.click()
+    wait_until(lambda: results, 30, "the stop")
+    chat.sig_answer_finished.disconnect(results.append)
+    result = results[0]
+    assert result.finish_reason == "cancelled"
+    assert result.text and len(result.text) < 2000 * 3
+    stored = chat.store.messages(chat.conversation_id)[-1]
+    assert stored.finish_reason == "cancelled" and stored.content == result.text
+    assert "Stopped." in chat.transcript_text()
+    assert chat.send_button.isEnabled()
+    # the engine cancelled it too: no slot keeps generating
+    from app.engine_client import get_json
+
+    def idle() -> bool:
+        _, doc = get_json(window.engine.endpoint, "/v1/loadout/status")
+        return doc["engine"]["slots_active"] == 0
+
+    wait_until(idle, 10, "the slot to be freed")
+
+
+def test_regenerate_and_edit_and_resend(window: Any) -> None:
+    chat = window.chat
+    chat.new_conversation()
+    first = _ask(window, "Name one colour.", max_tokens=8)
+    conv = chat.conversation_id
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    chat.regenerate_button.click()
+    wait_until(lambda: results, 120, "the regenerated answer")
+    chat.sig_answer_finished.disconnect(results.append)
+    roles = [m.role for m in chat.store.messages(conv)]
+    assert roles == ["user", "assistant"]  # replaced, not appended
+    assert chat.store.messages(conv)[1].content == results[0].text
+    assert first.text  # greedy: same question, same answer
+    assert results[0].text == first.text
+    chat.edit_button.click()
+    assert chat.input.toPlainText() == "Name one colour."
+    assert chat.store.messages(conv) == []
+    _ask(window, QUESTION)
+    assert chat.store.messages(conv)[0].content == QUESTION
+
+
+def test_system_prompt_and_sampling_are_kept_per_conversation(window: Any) -> None:
+    chat = window.chat
+    chat.new_conversation()
+    chat.settings_box.setChecked(True)
+    chat.system_prompt.setPlainText("You answer in one word.")
+    _ask(window, QUESTION, temperature=0.3, max_tokens=16)
+    conv = chat.store.conversation(chat.conversation_id)
+    assert conv is not None and conv.system_prompt == "You answer in one word."
+    assert conv.sampling["temperature"] == pytest.approx(0.3)
+    assert conv.sampling["max_tokens"] == 16
+    other = chat.conversation_id
+    chat.new_conversation()
+    assert chat.system_prompt.toPlainText() == ""
+    chat.open_conversation(other)
+    assert chat.system_prompt.toPlainText() == "You answer in one word."
+    assert chat.max_tokens.value() == 16
+
+
+def test_conversations_are_there_after_restarting_the_app(
+        window: Any, home: Path, demo_model: Path) -> None:
+    titles = [c.title for c in window.chat.store.conversations()]
+    assert QUESTION in titles
+    again = open_window(home, demo_model, load=False)
+    try:
+        shown = [again.chat.conversation_list.item(i).text()
+                 for i in range(again.chat.conversation_list.count())]
+        assert shown == titles
+        conv = next(c for c in again.chat.store.conversations() if c.title == QUESTION)
+        again.chat.open_conversation(conv.id)
+        assert "Paris" in again.chat.transcript_text()
+        assert "decode" in again.chat.transcript_text()  # the footer was saved too
+    finally:
+        close_window(again)
+        os.environ["LOADOUT_HOME"] = str(home)
+
+
+def test_engine_killed_mid_answer_shows_why_and_a_safer_retry_loads_again(
+        window: Any) -> None:
+    chat = window.chat
+    chat.new_conversation()
+    chat.max_tokens.setValue(2000)
+    chat.temperature.setValue(0.8)
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    chat.input.setPlainText(LONG_ASK)
+    chat.send_button.click()
+    wait_until(lambda: len(chat.messages[-1].content) > 10 or results, 120, "text")
+    shown = chat.messages[-1].content
+    pid = window.engine.pid()
+    assert pid
+    os.kill(pid, signal.SIGKILL)  # what a native crash or the OOM killer does
+    wait_until(lambda: window.engine.state == "crashed" and results, 30, "the crash")
+    chat.sig_answer_finished.disconnect(results.append)
+    assert window.banner.isVisible()
+    assert "exit code" in window.banner.message.text()
+    assert window.banner.log_view.toPlainText().strip()  # the engine's last log lines
+    assert window.status_engine.text() == "Engine: stopped unexpectedly"
+    assert chat.last_error and not chat.send_button.isEnabled()
+    # what was shown before the crash was saved
+    stored = chat.store.messages(chat.conversation_id)[-1]
+    assert stored.content.startswith(shown)
+    old_spec = window.engine.spec
+    window.banner.retry_button.click()
+    assert not window.banner.isVisible()
+    wait_until(lambda: window.engine.state in ("ready", "crashed"), what="the retry")
+    assert window.engine.state == "ready", window.engine.log_text()
+    assert window.engine.spec.n_batch <= old_spec.n_batch
+    assert window.engine.spec.n_gpu_layers < max(1, old_spec.n_gpu_layers) or \
+        old_spec.n_gpu_layers == 0
+    result = _ask(window, QUESTION)
+    assert "Paris" in result.text
