@@ -20,6 +20,7 @@ class GGMLType:
 
     @property
     def is_quantized(self) -> bool:
+        """True for block-quantized types (more than one element per block)."""
         return self.block_size > 1
 
     def row_bytes(self, n_elements: int) -> int:

@@ -41,6 +41,10 @@ _SCALARS: dict[int, tuple[str, int]] = {
 _STRING, _ARRAY = 8, 9
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
+# versions 2 and 3 as a big-endian writer stores them, read little-endian
+_SWAPPED_VERSIONS = frozenset({2 << 24, 3 << 24})
+_MIN_TENSOR_ENTRY = 28          # name length, one dimension, type, offset
+_MIN_KV_ENTRY = 13              # key length, value type, one byte
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class _Cursor:
         self._buf_start = 0
 
     def remaining(self) -> int:
+        """Bytes of the file after the read position."""
         return self.size - self.pos
 
     def _fill(self, n: int) -> tuple[bytes, int]:
@@ -105,31 +110,37 @@ class _Cursor:
         return data, 0
 
     def take(self, n: int) -> bytes:
+        """The next ``n`` bytes."""
         buf, i = self._fill(n)
         self.pos += n
         return buf[i:i + n]
 
     def u32(self) -> int:
+        """The next little-endian u32."""
         buf, i = self._fill(4)
         self.pos += 4
         return int(_U32.unpack_from(buf, i)[0])
 
     def u64(self) -> int:
+        """The next little-endian u64."""
         buf, i = self._fill(8)
         self.pos += 8
         return int(_U64.unpack_from(buf, i)[0])
 
     def scalar(self, fmt: str, size: int) -> Any:
+        """The next value of struct format ``fmt`` (``size`` bytes)."""
         buf, i = self._fill(size)
         self.pos += size
         return struct.unpack_from(fmt, buf, i)[0]
 
     def skip(self, n: int) -> None:
+        """Move past ``n`` bytes without reading them."""
         if n > self.remaining():
             raise GGUFError(f"truncated GGUF: {n} bytes needed at offset {self.pos}")
         self.pos += n
 
     def string(self, what: str) -> str:
+        """The next length-prefixed string (``what`` names it in errors)."""
         n = self.u64()
         if n > MAX_STRING or n > self.remaining():
             raise GGUFError(f"{printable(what)}: string length {n} does not fit in the "
@@ -206,16 +217,17 @@ def read_header(read_at: ReadAt, file_size: int) -> GGUFHeader:
     if magic != GGUF_MAGIC:
         raise GGUFError(f"not a GGUF file: magic {magic!r} instead of b'GGUF'")
     version = cur.u32()
+    if version in _SWAPPED_VERSIONS:
+        raise GGUFError("big-endian GGUF is not supported (convert it to little-endian)")
     if version not in (2, 3):
         raise GGUFError(f"unsupported GGUF version {version} (2 and 3 are read)")
     n_tensors, n_kv = cur.u64(), cur.u64()
-    if n_tensors > MAX_TENSORS or n_tensors * 28 > cur.remaining():
-        raise GGUFError(f"absurd tensor count {n_tensors} for a {file_size}-byte file")
-    if n_kv > MAX_KV or n_kv * 13 > cur.remaining():
-        raise GGUFError(f"absurd metadata count {n_kv} for a {file_size}-byte file")
+    _check_counts(n_tensors, n_kv, cur.remaining(), file_size)
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):
         key = cur.string("metadata key")
+        if key in metadata:
+            raise GGUFError(f"duplicate metadata key '{printable(key)}'")
         metadata[key] = _read_value(cur, cur.u32(), key)
     raw: list[tuple[str, tuple[int, ...], int, int]] = []
     for _ in range(n_tensors):
@@ -227,16 +239,52 @@ def read_header(read_at: ReadAt, file_size: int) -> GGUFHeader:
         shape = tuple(cur.u64() for _ in range(n_dims))
         raw.append((name, shape, cur.u32(), cur.u64()))
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
-    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-        raise GGUFError(f"general.alignment {alignment!r} is not a power of two")
+    if (isinstance(alignment, bool) or not isinstance(alignment, int) or alignment <= 0
+            or alignment & (alignment - 1)):
+        raise GGUFError(f"general.alignment {printable(repr(alignment))} is not a power-of-two "
+                        f"integer")
     data_offset = (cur.pos + alignment - 1) // alignment * alignment
-    tensors = tuple(_check_tensor(t, data_offset, file_size) for t in raw)
+    tensors = tuple(_check_tensor(t, data_offset, file_size, alignment) for t in raw)
+    _check_layout(tensors)
     return GGUFHeader(version, metadata, tensors, data_offset, file_size)
 
 
+def _check_counts(n_tensors: int, n_kv: int, remaining: int, file_size: int) -> None:
+    """Refuse counts no file could hold (absurd) or this file cannot (truncated)."""
+    if n_tensors > MAX_TENSORS:
+        raise GGUFError(f"absurd tensor count {n_tensors} for a {file_size}-byte file")
+    if n_kv > MAX_KV:
+        raise GGUFError(f"absurd metadata count {n_kv} for a {file_size}-byte file")
+    if n_tensors * _MIN_TENSOR_ENTRY > remaining:
+        raise GGUFError(f"truncated GGUF: {n_tensors} tensors cannot fit in the {remaining} "
+                        f"bytes left")
+    if n_tensors * _MIN_TENSOR_ENTRY + n_kv * _MIN_KV_ENTRY > remaining:
+        raise GGUFError(f"truncated GGUF: {n_kv} metadata entries and {n_tensors} tensors "
+                        f"cannot fit in the {remaining} bytes left")
+
+
+def _check_layout(tensors: tuple[RawTensor, ...]) -> None:
+    """Refuse duplicate tensor names and tensors whose data overlap."""
+    names: set[str] = set()
+    for t in tensors:
+        if t.name in names:
+            raise GGUFError(f"duplicate tensor '{printable(t.name)}'")
+        names.add(t.name)
+    end, last = 0, ""
+    for t in sorted(tensors, key=lambda t: t.offset):
+        if t.offset < end:
+            raise GGUFError(f"tensor '{printable(t.name)}' overlaps the data of "
+                            f"'{printable(last)}'")
+        if t.offset + t.nbytes > end:
+            end, last = t.offset + t.nbytes, t.name
+
+
 def _check_tensor(entry: tuple[str, tuple[int, ...], int, int], data_offset: int,
-                  file_size: int) -> RawTensor:
+                  file_size: int, alignment: int) -> RawTensor:
     name, shape, type_id, offset = entry
+    if offset % alignment:
+        raise GGUFError(f"tensor '{printable(name)}': data offset {offset} is not a multiple "
+                        f"of the alignment {alignment}")
     gtype = GGML_TYPES.get(type_id)
     if gtype is None:
         raise UnsupportedModelError(f"tensor '{printable(name)}' has unknown ggml type {type_id}")

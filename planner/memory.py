@@ -41,6 +41,11 @@ class Placement:
     expert_devices: tuple[str, ...]
     output_device: str = HOST
 
+    def __post_init__(self) -> None:
+        if self.expert_devices and len(self.expert_devices) != len(self.layer_devices):
+            raise ValueError(f"Placement: {len(self.expert_devices)} expert devices for "
+                             f"{len(self.layer_devices)} layers (give one per layer, or none)")
+
     @staticmethod
     def all_on(device: str, n_layers: int) -> Placement:
         """Every block, expert and the output on ``device``."""
@@ -77,6 +82,7 @@ class DeviceMemory:
 
     @property
     def total_bytes(self) -> int:
+        """Everything this device holds, in bytes."""
         return (self.weights_bytes + self.kv_bytes + self.compute_bytes + self.output_bytes
                 + self.overhead_bytes)
 
@@ -123,8 +129,11 @@ def _v_width_max(profile: ModelProfile) -> int:
 
 
 def kv_bytes_per_cell(profile: ModelProfile, type_k: str = "f16", type_v: str = "f16",
-                      flash_attn: bool = True) -> int:
+                      flash_attn: bool = False) -> int:
     """KV bytes one context cell costs across the full-attention layers.
+
+    ``flash_attn`` defaults to False, as :class:`MemoryConfig` does: V is then stored
+    transposed at the width of the widest layer.
 
     SWA layers cost a fixed amount per sequence (see :func:`kv_layer_bytes`); recurrent
     layers a fixed state. Use this to size the context left after fixed costs.

@@ -7,6 +7,7 @@ those mirror the ``load_arch_hparams`` of each model in llama.cpp's ``src/models
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -64,11 +65,21 @@ def _top_kind(name: str) -> TensorKind:
     return TensorKind.OTHER
 
 
+def _count(key: str, value: int | float) -> int:
+    """A stored count or length as an int; refuses NaN, infinities and negatives."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise GGUFError(f"metadata '{printable(key)}' is {value} (not a finite number)")
+    if value < 0:
+        raise UnsupportedModelError(f"metadata '{printable(key)}' is negative ({value})")
+    return int(value)
+
+
 def _u(md: dict[str, Any], key: str, default: int = 0) -> int:
+    """A non-negative integer fact; ``default`` when absent or not a number."""
     value = md.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return default
-    return int(value)
+    return default if key not in md else _count(key, value)
 
 
 def _f(md: dict[str, Any], key: str) -> float:
@@ -78,12 +89,13 @@ def _f(md: dict[str, Any], key: str) -> float:
 
 
 def _per_layer(md: dict[str, Any], key: str, n: int, default: int) -> list[int]:
+    """A per-layer count stored as one number or an array, stretched to ``n`` layers."""
     value = md.get(key)
     if isinstance(value, list):
-        values = [int(v) for v in value[:n]]
+        values = [_count(key, v) for v in value[:n]]
         return values + [values[-1] if values else default] * (n - len(values))
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return [int(value)] * n
+        return [_count(key, value)] * n
     return [default] * n
 
 
@@ -262,15 +274,18 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
         raise UnsupportedModelError(f"unknown architecture '{printable(arch)}'")
     a = arch
     n_all = _u(md, f"{a}.block_count", -1)
-    if not 0 <= n_all <= _MAX_LAYERS:
-        raise UnsupportedModelError(f"{arch}: block_count missing or absurd ({n_all})")
+    if not 0 < n_all <= _MAX_LAYERS:
+        raise UnsupportedModelError(f"{arch}: block_count missing, zero or absurd ({n_all})")
     nextn = min(_u(md, f"{a}.nextn_predict_layers"), n_all)
     n_layer = n_all - nextn
     tensors, per_layer, widths = _tensors(headers, n_layer)
     if any(layer >= n_all for layer in per_layer):
         raise GGUFError(f"tensor of block {max(per_layer)} but block_count is {n_all}")
     n_embd = _u(md, f"{a}.embedding_length")
+    if n_embd <= 0:
+        raise UnsupportedModelError(f"{arch}: embedding_length missing or zero")
     layers = _layer_profiles(arch, md, n_all, n_layer, per_layer, widths)
+    _check_heads(arch, md, layers)
     by_kind: dict[TensorKind, int] = defaultdict(int)
     quant: dict[str, int] = defaultdict(int)
     n_params = 0
@@ -310,6 +325,18 @@ def build_profile(headers: Sequence[GGUFHeader]) -> ModelProfile:
         metadata=tuple((k, _scalar_text(v)) for k, v in md.items()
                        if k != "tokenizer.chat_template" and _is_scalar(v)),
     )
+
+
+def _check_heads(arch: str, md: dict[str, Any], layers: list[LayerProfile]) -> None:
+    """Refuse attention layers the header gives no heads for (they cannot be priced)."""
+    attn = [la for la in layers if la.kind in (LayerKind.FULL, LayerKind.SWA)]
+    if not attn:
+        return
+    if f"{arch}.attention.head_count" not in md:
+        raise UnsupportedModelError(f"{arch}: attention.head_count missing")
+    if all(la.n_head == 0 for la in attn) and any(la.bytes_of(TensorKind.ATTENTION)
+                                                  for la in attn):
+        raise UnsupportedModelError(f"{arch}: attention.head_count is 0 on every layer")
 
 
 def _is_scalar(value: Any) -> bool:

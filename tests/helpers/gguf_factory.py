@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter, LlamaFileType
 from gguf.quants import quantize
 
 TensorSpec = tuple[str, tuple[int, ...], str]  # name, GGUF shape (ne0 first), ggml type
@@ -41,6 +41,19 @@ class Shape:
     weight_type: str = "F16"
     n_nextn: int = 0          # trailing NextN/MTP blocks (block_count = n_layers + n_nextn)
     extra_kv: dict[str, Any] = field(default_factory=dict)
+
+
+# The llama ftype (``general.file_type``) a model whose weights are mostly this type has.
+FILE_TYPE_OF: dict[str, int] = {
+    "F32": LlamaFileType.ALL_F32, "F16": LlamaFileType.MOSTLY_F16,
+    "BF16": LlamaFileType.MOSTLY_BF16, "Q4_0": LlamaFileType.MOSTLY_Q4_0,
+    "Q4_1": LlamaFileType.MOSTLY_Q4_1, "Q5_0": LlamaFileType.MOSTLY_Q5_0,
+    "Q5_1": LlamaFileType.MOSTLY_Q5_1, "Q8_0": LlamaFileType.MOSTLY_Q8_0,
+    "Q2_K": LlamaFileType.MOSTLY_Q2_K, "Q3_K": LlamaFileType.MOSTLY_Q3_K_M,
+    "Q4_K": LlamaFileType.MOSTLY_Q4_K_M, "Q5_K": LlamaFileType.MOSTLY_Q5_K_M,
+    "Q6_K": LlamaFileType.MOSTLY_Q6_K, "IQ4_NL": LlamaFileType.MOSTLY_IQ4_NL,
+    "IQ4_XS": LlamaFileType.MOSTLY_IQ4_XS, "MXFP4": LlamaFileType.MOSTLY_MXFP4_MOE,
+}
 
 
 def _nbytes(shape: tuple[int, ...], type_name: str) -> int:
@@ -186,7 +199,7 @@ def _common_kv(arch: str, s: Shape) -> Callable[[GGUFWriter], None]:
         w.add_rope_dimension_count(s.head_dim)
         w.add_layer_norm_rms_eps(1e-6)
         w.add_rope_freq_base(10000.0)
-        w.add_file_type(1 if s.weight_type == "F16" else 7)
+        w.add_file_type(FILE_TYPE_OF[s.weight_type.upper()])
         if s.n_expert:
             w.add_expert_count(s.n_expert)
             w.add_expert_used_count(s.n_expert_used)

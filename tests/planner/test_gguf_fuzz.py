@@ -105,3 +105,52 @@ def test_hostile_header_allocates_little() -> None:
 def test_seed_itself_reads() -> None:
     result = _read(seed_bytes())
     assert isinstance(result, ModelProfile) and result.architecture == "qwen3moe"
+
+
+def _kv(key: str, vtype: int, payload: bytes) -> bytes:
+    k = key.encode()
+    return struct.pack("<Q", len(k)) + k + struct.pack("<I", vtype) + payload
+
+
+_NUMERIC_KEYS = ("llama.block_count", "llama.embedding_length", "llama.context_length",
+                 "llama.attention.head_count", "llama.attention.head_count_kv",
+                 "llama.attention.key_length", "llama.attention.sliding_window",
+                 "llama.expert_count", "llama.nextn_predict_layers", "llama.vocab_size")
+_ODD_FLOATS = st.sampled_from([float("nan"), float("inf"), float("-inf"), -1.0, -0.5, 0.0,
+                               1e300, 3.5]) | st.floats()
+
+
+@_settings
+@given(key=st.sampled_from(_NUMERIC_KEYS), value=_ODD_FLOATS,
+       form=st.sampled_from(["f32", "f64", "array_f32", "array_f64", "i32", "i64"]))
+def test_odd_numeric_metadata_fails_cleanly(key: str, value: float, form: str) -> None:
+    """NaN, infinities, negatives and huge values in any count: a model or a planner error."""
+    base = {"llama.block_count": 1, "llama.embedding_length": 32, "llama.context_length": 64,
+            "llama.attention.head_count": 4, "llama.attention.head_count_kv": 4}
+    kvs = [_kv("general.architecture", 8, struct.pack("<Q", 5) + b"llama")]
+    for k, v in base.items():
+        if k != key:
+            kvs.append(_kv(k, 4, struct.pack("<I", v)))
+    if form in ("i32", "i64"):
+        whole = int(max(-2**31, min(2**31 - 1, value))) if value == value else -1
+        kvs.append(_kv(key, 5, struct.pack("<i", whole)) if form == "i32"
+                   else _kv(key, 11, struct.pack("<q", whole)))
+    elif form.startswith("array"):
+        fmt, code = ("<f", 6) if form == "array_f32" else ("<d", 12)
+        packed = struct.pack(fmt, value) if fmt == "<d" or abs(value) < 3e38 or value != value \
+            else struct.pack(fmt, float("inf"))
+        kvs.append(_kv(key, 9, struct.pack("<IQ", code, 1) + packed))
+    else:
+        fmt, code = ("<f", 6) if form == "f32" else ("<d", 12)
+        packed = struct.pack(fmt, value) if fmt == "<d" or abs(value) < 3e38 or value != value \
+            else struct.pack(fmt, float("inf"))
+        kvs.append(_kv(key, code, packed))
+    name = b"blk.0.attn_q.weight"
+    tensor = (struct.pack("<Q", len(name)) + name + struct.pack("<IQQ", 2, 32, 4)
+              + struct.pack("<IQ", 0, 0))
+    head = b"GGUF" + struct.pack("<IQQ", 3, 1, len(kvs)) + b"".join(kvs) + tensor
+    data = head + b"\0" * (-len(head) % 32) + b"\0" * 512
+    result = _read(data)
+    if isinstance(result, ModelProfile):
+        assert result.n_layers >= 1 and result.n_embd > 0
+        assert all(la.n_head >= 0 and la.n_head_kv >= 0 for la in result.layers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from planner.memory import (
     context_size,
     estimate,
     kv_bytes_per_cell,
+    kv_layer_bytes,
 )
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from tests.helpers.gguf_factory import (
@@ -224,3 +226,27 @@ def test_gpu_takes_the_prompt_matmuls_of_host_layers(models: dict[str, ModelProf
     assert devs["gpu0"].compute_bytes >= logits + m.output_bytes
     mask = 2048 * 512 * 2
     assert devs["host"].compute_bytes < mask + 512 * S.n_embd * 4 * 8  # attention only
+
+
+def test_kv_bytes_per_cell_defaults_to_the_memory_config_default(
+        models: dict[str, ModelProfile]) -> None:
+    llama = models["llama"]
+    # one narrower layer: without flash attention its V row is as wide as the widest
+    narrow = replace(llama, layers=(replace(llama.layers[0], n_head_kv=1), *llama.layers[1:]))
+    config = MemoryConfig(n_ctx=4096)
+    per_layer = sum(kv_layer_bytes(narrow, la, config) for la in narrow.layers)
+    assert kv_bytes_per_cell(narrow) * context_size(config).n_ctx == per_layer
+    flash = replace(config, flash_attn=True)
+    per_layer_flash = sum(kv_layer_bytes(narrow, la, flash) for la in narrow.layers)
+    assert kv_bytes_per_cell(narrow, flash_attn=True) * 4096 == per_layer_flash < per_layer
+
+
+def test_placement_with_fewer_expert_devices_than_layers_is_refused(
+        models: dict[str, ModelProfile]) -> None:
+    with pytest.raises(ValueError, match="2 expert devices for 3 layers"):
+        Placement(("gpu0",) * 3, ("host",) * 2)
+    m = models["moe"]
+    only_layers = Placement(("gpu0",) * m.n_layers, ())  # experts follow their layers
+    both = Placement(("gpu0",) * m.n_layers, ("gpu0",) * m.n_layers)
+    config = MemoryConfig(n_ctx=512)
+    assert estimate(m, config, only_layers) == estimate(m, config, both)
