@@ -32,7 +32,7 @@ from engine.hardware.engine_devices import cross_check
 from engine.hardware.host import probe_host
 from engine.hardware.probe import DEFAULT_HOST_BANDWIDTH_GBPS, CancelFlag, ProbeResult
 from engine.hardware.sysfs import NVIDIA_PCI_VENDOR, pci_displays
-from planner.inventory import Disk, Gpu, Host, Inventory, Vendor
+from planner.inventory import Disk, DiskKind, Gpu, Host, Inventory, Vendor
 
 __all__ = ["DetectionCancelled", "Progress", "Sources", "detect", "refresh"]
 
@@ -76,12 +76,14 @@ class _Run:
         self.notes: list[str] = []
 
     def step(self, name: str, fraction: float) -> None:
+        """Report progress at the start of step ``name``; stop here when cancelled."""
         if self.cancelled():
             raise DetectionCancelled(f"hardware detection cancelled before {name}")
         if self.progress is not None:
             self.progress(name, fraction)
 
     def cancelled(self) -> bool:
+        """Whether the caller asked detection to stop."""
         return self.cancel is not None and self.cancel.is_set()
 
 
@@ -295,7 +297,14 @@ def _disks(model_dirs: Sequence[Path] | None, cache: ProbeCache, measure: bool,
         from engine.paths import paths
 
         folder = paths().models
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("cannot create the models folder %s: %s", folder, exc)
+            run.notes.append("models_folder_unusable")
+            return [Disk(path=str(folder), kind=DiskKind.UNKNOWN,
+                         read_gbps=NOMINAL_READ_GBPS[DiskKind.UNKNOWN],
+                         notes=("models_folder_unusable", "read_nominal"))]
         model_dirs = [folder]
     disks: list[Disk] = []
     fresh: set[str] = set()  # devices measured in this run (remeasure reads each once)

@@ -63,6 +63,8 @@ EXPLANATIONS: dict[str, str] = {
     "gpu_disappeared": "this GPU is gone since detection: it is left out",
     # -- disks ----------------------------------------------------------------------------
     "folder_missing": "the model folder does not exist",
+    "models_folder_unusable": "Loadout's models folder cannot be created (check "
+                              "LOADOUT_HOME and the folder's permissions)",
     "device_unknown": "the disk under this folder could not be identified",
     "ram_backed": "this folder lives in RAM (tmpfs)",
     "virtual_disk": "a virtual machine's disk: its kind is unknown",

@@ -42,6 +42,7 @@ class BlockDevice:
 
     @property
     def cache_key(self) -> str:
+        """Key of this disk's measurements in the probe cache (empty when unknown)."""
         return f"{self.name}:{self.size_sectors}" if self.name else ""
 
 
@@ -116,8 +117,23 @@ class ReadProbe:
     notes: tuple[str, ...] = ()
 
 
+# Downloads in progress (ours and common tools'): their size is not their data yet.
+PARTIAL_SUFFIXES = (".part", ".tmp", ".incomplete", ".partial", ".download", ".crdownload")
+
+
+def is_fully_written(entry: os.DirEntry[str]) -> bool:
+    """False for a download in progress or a sparse file (holes read as RAM, not disk)."""
+    if entry.name.lower().endswith(PARTIAL_SUFFIXES):
+        return False
+    st = entry.stat()
+    blocks = getattr(st, "st_blocks", None)
+    return blocks is None or blocks * 512 >= st.st_size
+
+
 def largest_file(folder: Path, max_entries: int = 2000) -> Path | None:
-    """The largest regular file under ``folder`` (three levels deep, bounded scan)."""
+    """The largest regular, fully written file under ``folder`` (three levels deep,
+    bounded scan). Sparse files and downloads in progress are skipped: their holes read
+    at memory speed."""
     best: tuple[int, Path] | None = None
     stack: list[tuple[Path, int]] = [(folder, 0)]
     seen = 0
@@ -129,7 +145,7 @@ def largest_file(folder: Path, max_entries: int = 2000) -> Path | None:
                     seen += 1
                     if entry.is_dir(follow_symlinks=False) and depth < 3:
                         stack.append((Path(entry.path), depth + 1))
-                    elif entry.is_file():
+                    elif entry.is_file() and is_fully_written(entry):
                         size = entry.stat().st_size
                         if best is None or size > best[0]:
                             best = (size, Path(entry.path))

@@ -19,7 +19,9 @@ class ProbeResult:
 class CancelFlag(Protocol):
     """Anything with ``is_set()``: a :class:`threading.Event` is the usual one."""
 
-    def is_set(self) -> bool: ...
+    def is_set(self) -> bool:
+        """True once the caller wants the work stopped."""
+        ...
 
 
 # Read-equivalent bandwidth assumed when nothing better is known (GB/s), with a reason code.

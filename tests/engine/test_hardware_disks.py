@@ -150,3 +150,33 @@ def test_a_file_another_process_keeps_mapped_is_flagged_as_cached(tmp_path: Path
         inv = detect(model_dirs=[tmp_path], sources=Sources(cache_dir=tmp_path / "c"))
     (disk,) = inv.disks
     assert not disk.measured and "read_nominal" in disk.notes  # a RAM speed is not kept
+
+
+def test_sparse_and_partial_files_are_not_read_as_the_disk(tmp_path: Path) -> None:
+    sparse = tmp_path / "big-70b.gguf"
+    with sparse.open("wb") as f:
+        f.truncate(512 * MIB)  # all hole: reads come from zero pages, not the disk
+    if sparse.stat().st_blocks * 512 >= sparse.stat().st_size:
+        pytest.skip("this filesystem does not keep sparse files")
+    (tmp_path / "next.gguf.part").write_bytes(os.urandom(3 * MIB))
+    (tmp_path / "x.incomplete").write_bytes(os.urandom(3 * MIB))
+    small = tmp_path / "small.gguf"
+    small.write_bytes(os.urandom(MIB))
+    assert largest_file(tmp_path) == small
+    result = probe_read(tmp_path, min_file_bytes=MIB // 2, temp_bytes=8 * MIB)
+    assert "temp_file" not in result.notes and result.bytes_read == MIB
+    small.unlink()
+    fallback = probe_read(tmp_path, min_file_bytes=MIB, temp_bytes=8 * MIB)
+    assert "temp_file" in fallback.notes and fallback.bytes_read == 8 * MIB
+
+
+def test_a_models_folder_that_cannot_be_created_is_explained(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "home"
+    blocker.write_text("a file where the folder should be")
+    monkeypatch.setenv("LOADOUT_HOME", str(blocker))
+    inv = detect(measure=False, sources=Sources(cache_dir=tmp_path / "c"))
+    (disk,) = inv.disks
+    assert disk.path == str(blocker / "models") and not disk.measured
+    assert "models_folder_unusable" in disk.notes and "read_nominal" in disk.notes
+    assert "models_folder_unusable" in inv.notes
