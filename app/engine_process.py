@@ -130,8 +130,9 @@ class EngineProcess(QObject):
         process_ref = process
 
         def force() -> None:
-            running = process_ref.state() != QProcess.ProcessState.NotRunning
-            if self._process is process_ref and running:
+            # once finished the process object is deleted: ask only while it is current
+            if self._process is process_ref and \
+                    process_ref.state() != QProcess.ProcessState.NotRunning:
                 process_ref.kill()
 
         from PySide6.QtCore import QTimer

@@ -1,0 +1,102 @@
+"""The server panel on the real engine process, used by the real ``openai`` client."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from app.engine_launch import Binding, KeyRequiredError
+from tests.app.engine_window import wait_until, window_fixture
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "What is the capital of France? Answer briefly."
+
+
+@pytest.fixture(scope="module")
+def window(qapp: QApplication, tmp_path_factory: pytest.TempPathFactory,
+           demo_model: Path) -> Iterator[Any]:
+    yield from window_fixture(tmp_path_factory.mktemp("server-home"), demo_model)
+
+
+def _openai_answer(base_url: str, key: str) -> Any:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=key or "none", max_retries=0, timeout=120)
+    model = client.models.list().data[0].id
+    return client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": QUESTION}], temperature=0,
+        max_tokens=24)
+
+
+def test_serving_on_this_computer_answers_the_openai_client_at_the_shown_url(
+        window: Any) -> None:
+    page = window.server
+    window.show_page("server")
+    assert page.base_url() == ""
+    pid = window.engine.pid()
+    page.serve_switch.setChecked(True)
+    assert window.engine.pid() == pid  # already listening on loopback: no restart
+    url = page.base_url()
+    assert url and url in page.local_url.text()
+    assert url in page.snippet_views["Python"].toPlainText()
+    assert url in page.snippet_views["curl"].toPlainText()
+    assert page.shown_key() == ""
+    answer = _openai_answer(url, page.shown_key())
+    assert "Paris" in (answer.choices[0].message.content or "")
+    assert answer.usage is not None and answer.usage.completion_tokens > 0
+
+
+def test_other_devices_only_with_a_key_and_the_client_works_with_the_shown_one(
+        window: Any) -> None:
+    page = window.server
+    page.serve_switch.setChecked(True)
+    with pytest.raises(KeyRequiredError):
+        Binding(lan=True, port=0, api_key=None)
+    pid = window.engine.pid()
+    page.lan.setChecked(True)
+    key = page.key.text()
+    assert key.startswith("sk-loadout-") and len(key) > 40  # generated at once
+    wait_until(lambda: window.engine.state == "ready" and window.engine.pid() != pid,
+               what="the restart on every interface")
+    assert window.engine.binding.lan and window.engine.binding.api_key == key
+    assert page.shown_key() == key
+    url = page.base_url()
+    for name in ("curl", "Python", "JavaScript"):
+        assert key in page.snippet_views[name].toPlainText()
+    # without the key: refused
+    request = urllib.request.Request(url + "/models")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 401
+    answer = _openai_answer(url, page.shown_key())
+    assert "Paris" in (answer.choices[0].message.content or "")
+    # the chat keeps working through the same key
+    assert window.engine.endpoint.api_key == key
+
+
+def test_live_tables_show_slots_memory_and_throughput(window: Any) -> None:
+    page = window.server
+    wait_until(lambda: page.requests.rowCount() > 0 and page.memory.rowCount() > 0, 20,
+               "the live status")
+    assert page.requests.rowCount() == 2  # two parallel slots were planned
+    assert page.memory.item(0, 0).text()  # the engine's device name
+    assert page.throughput.values()
+
+
+def test_turning_other_devices_off_restarts_on_loopback_without_a_key(window: Any) -> None:
+    page = window.server
+    pid = window.engine.pid()
+    page.lan.setChecked(False)
+    wait_until(lambda: window.engine.state == "ready" and window.engine.pid() != pid,
+               what="the restart on loopback")
+    assert not window.engine.binding.lan and window.engine.binding.api_key is None
+    page.serve_switch.setChecked(False)
+    assert page.base_url() == ""
+    assert page.local_url.text() == "Not serving."
