@@ -340,8 +340,8 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     out_dev = placement.output_device
     if out_dev != current:
         hops.append((current, out_dev))
-    out_bytes = profile.output_bytes or (profile.token_embd_bytes if profile.tied_output
-                                         else 0)
+    # a tied output projects with the token embeddings: all of them are read per token
+    out_bytes = profile.output_bytes + (profile.token_embd_bytes if profile.tied_output else 0)
     o = acc.setdefault(out_dev, [0.0] * 6)
     o[0] += out_bytes
     o[5] += out_bytes

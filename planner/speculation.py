@@ -57,7 +57,8 @@ def mtp_draft_seconds(inventory: Inventory, profile: ModelProfile, device: str,
             experts = layer.bytes_of(TensorKind.EXPERTS)
             layer_bytes += (nextn - experts) + experts * used if experts else nextn * (
                 0.25 if profile.is_moe else 1.0)
-    load = DeviceLoad(device, weight_bytes=layer_bytes + profile.output_bytes, layers=1)
+    output = profile.output_bytes + (profile.token_embd_bytes if profile.tied_output else 0)
+    load = DeviceLoad(device, weight_bytes=layer_bytes + output, layers=1)
     return device_time(inventory, load, threads).total_s
 
 

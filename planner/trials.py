@@ -164,8 +164,10 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
     else:
         overhead = {g.device: fixed.get(g.device, fixed.get("gpu*", 0))
                     + ctx.extra.get(g.device, 0) for g in gpus}
+        output = profile.output_bytes + (profile.token_embd_bytes if profile.tied_output
+                                         else 0)  # a tied output is copied to the GPU
         layout = fill_layout(profile, costs, [Budget(g.device, budgets[g.device])
-                                              for g in gpus], overhead, profile.output_bytes)
+                                              for g in gpus], overhead, output)
     memory = (tuple(estimate(profile, config, layout.placement)) if exact_memory
               else _quick_memory(ctx, costs, layout, fixed))
     return _priced(ctx, roles, kv, context, config, costs, layout, memory, budgets)
