@@ -103,3 +103,12 @@ def test_predict_sums_devices_and_hops() -> None:
                   [("host", "gpu0")] * 10, 4096, 8, 0, 0, 512)
     assert hop.token_s > one.token_s
     assert one.decode_tps == pytest.approx(1 / one.token_s)
+
+
+def test_a_tied_output_reads_the_embeddings_like_an_untied_output_would() -> None:
+    tied = S.build(S.QWEN25_3B, "Q4_0")
+    untied = S.build(replace(S.QWEN25_3B, tied=False), "Q4_0")
+    inv = rig(ram_gib=32, ram_bw=50)
+    a = plan(inv, tied, QUIET).predicted.decode_tps
+    b = plan(inv, untied, QUIET).predicted.decode_tps
+    assert a == pytest.approx(b, rel=0.03)
