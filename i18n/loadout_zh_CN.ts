@@ -4,12 +4,147 @@
 <context>
     <name>ChatPage</name>
     <message>
+        <source>New conversation</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <source>No model loaded: load one from the Plan page.</source>
+        <translation>尚未加载模型：请在“计划”页加载。</translation>
+    </message>
+    <message>
+        <source>The model is loading…</source>
+        <translation>模型加载中…</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>Unloading…</source>
+        <translation>正在卸载…</translation>
+    </message>
+    <message>
+        <source>The engine stopped (see the message above).</source>
+        <translation>引擎已停止（见上方消息）。</translation>
+    </message>
+    <message>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <source>Load a model from the Plan page to chat with it here. Until then, `loadout chat MODEL` chats in a terminal with the same engine.</source>
-        <translation>在“计划”页加载模型后即可在此聊天。在此之前，可用 `loadout chat MODEL` 在终端中以同一引擎聊天。</translation>
+        <source>Conversations</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>New</source>
+        <translation>新建</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>System prompt and sampling</source>
+        <translation>系统提示词与采样</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系统提示词</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation>核采样 (top-p)</translation>
+    </message>
+    <message>
+        <source>Longest answer (tokens)</source>
+        <translation>最长回答（token 数）</translation>
+    </message>
+    <message>
+        <source>Ask something… (Ctrl+Enter sends)</source>
+        <translation>输入问题…（Ctrl+Enter 发送）</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>重新生成</translation>
+    </message>
+    <message>
+        <source>Edit last question</source>
+        <translation>编辑上一个问题</translation>
+    </message>
+    <message>
+        <source>decode t/s, live</source>
+        <translation>实时解码 t/s</translation>
+    </message>
+    <message>
+        <source>The engine&apos;s decode t/s while the answer streams</source>
+        <translation>回答流式输出时引擎的解码 t/s</translation>
+    </message>
+</context>
+<context>
+    <name>ChatView</name>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助手</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>复制代码</translation>
+    </message>
+    <message>
+        <source>TTFT {value}</source>
+        <translation>首 token 延迟 {value}</translation>
+    </message>
+    <message>
+        <source>prefill {value} t/s</source>
+        <translation>预填充 {value} t/s</translation>
+    </message>
+    <message>
+        <source>decode {value} t/s</source>
+        <translation>解码 {value} t/s</translation>
+    </message>
+    <message>
+        <source>end-to-end {value} t/s</source>
+        <translation>端到端 {value} t/s</translation>
+    </message>
+    <message>
+        <source>{prompt} prompt tokens ({cached} cached), {generated} generated</source>
+        <translation>提示 {prompt} 个 token（缓存 {cached} 个），生成 {generated} 个</translation>
+    </message>
+    <message>
+        <source>acceptance {share} ({per_step} tokens per step)</source>
+        <translation>接受率 {share}（每步 {per_step} 个 token）</translation>
+    </message>
+    <message>
+        <source>The loop guard stopped this answer: it was repeating itself.</source>
+        <translation>循环防护停止了此回答：它在不断重复。</translation>
+    </message>
+    <message>
+        <source>The loop guard saw this answer repeating itself and retried it with penalties.</source>
+        <translation>循环防护发现此回答在重复，已加惩罚重试。</translation>
+    </message>
+    <message>
+        <source>Stopped.</source>
+        <translation>已停止。</translation>
+    </message>
+    <message>
+        <source>The answer failed: {error}</source>
+        <translation>回答失败：{error}</translation>
     </message>
 </context>
 <context>
@@ -436,6 +571,21 @@
     </message>
 </context>
 <context>
+    <name>EngineBanner</name>
+    <message>
+        <source>The engine stopped unexpectedly (exit code {code}); Loadout is still running. Its last log lines say why. A safer plan keeps more memory free (fewer layers on the GPU, smaller batches).</source>
+        <translation>引擎意外停止（退出码 {code}）；Loadout 仍在运行。下方是引擎最后的日志，说明了原因。更安全的方案会留出更多空闲内存（GPU 上的层更少，批次更小）。</translation>
+    </message>
+    <message>
+        <source>Retry with a safer plan</source>
+        <translation>用更安全的方案重试</translation>
+    </message>
+    <message>
+        <source>Dismiss</source>
+        <translation>关闭</translation>
+    </message>
+</context>
+<context>
     <name>ErrorReporter</name>
     <message>
         <source>The model file could not be found: {detail}</source>
@@ -651,6 +801,22 @@
         <translation>引擎：未加载</translation>
     </message>
     <message>
+        <source>Engine: loading {percent}%</source>
+        <translation>引擎：加载中 {percent}%</translation>
+    </message>
+    <message>
+        <source>Engine: ready</source>
+        <translation>引擎：就绪</translation>
+    </message>
+    <message>
+        <source>Engine: unloading</source>
+        <translation>引擎：卸载中</translation>
+    </message>
+    <message>
+        <source>Engine: stopped unexpectedly</source>
+        <translation>引擎：意外停止</translation>
+    </message>
+    <message>
         <source>Model: {name}</source>
         <translation>模型：{name}</translation>
     </message>
@@ -659,8 +825,8 @@
         <translation>无</translation>
     </message>
     <message>
-        <source>Decode: — t/s</source>
-        <translation>解码：— t/s</translation>
+        <source>Decode: {tps} t/s</source>
+        <translation>解码：{tps} t/s</translation>
     </message>
     <message>
         <source>VRAM in use: {used} / {total}</source>
@@ -776,6 +942,10 @@
         <translation>此计划没有建议。</translation>
     </message>
     <message>
+        <source>Load again</source>
+        <translation>重新加载</translation>
+    </message>
+    <message>
         <source>No plan: the planner stopped with an error (see the message).</source>
         <translation>没有计划：规划器因错误而停止（见提示信息）。</translation>
     </message>
@@ -820,12 +990,20 @@
         <translation>回到本机</translation>
     </message>
     <message>
-        <source>Load</source>
-        <translation>加载</translation>
+        <source>Start the engine with this plan, then chat or serve it.</source>
+        <translation>按此方案启动引擎，然后聊天或提供服务。</translation>
     </message>
     <message>
-        <source>Loading from the app comes in a later version; use `loadout chat` or `loadout serve` meanwhile.</source>
-        <translation>从应用内加载将在后续版本提供；目前请使用 `loadout chat` 或 `loadout serve`。</translation>
+        <source>Unload</source>
+        <translation>卸载</translation>
+    </message>
+    <message>
+        <source>Stop the engine: frees all its memory.</source>
+        <translation>停止引擎：释放其全部内存。</translation>
+    </message>
+    <message>
+        <source>Load</source>
+        <translation>加载</translation>
     </message>
     <message>
         <source>Request</source>
@@ -887,12 +1065,148 @@
 <context>
     <name>ServerPage</name>
     <message>
+        <source>Waiting for a slot: {n}</source>
+        <translation>等待空闲槽位：{n}</translation>
+    </message>
+    <message>
+        <source>idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>reading the prompt</source>
+        <translation>读取提示</translation>
+    </message>
+    <message>
+        <source>generating</source>
+        <translation>生成中</translation>
+    </message>
+    <message>
+        <source>Serving {model}.</source>
+        <translation>正在提供 {model}。</translation>
+    </message>
+    <message>
+        <source>The engine is starting…</source>
+        <translation>引擎启动中…</translation>
+    </message>
+    <message>
+        <source>The loaded model answers only this app until you turn the server on.</source>
+        <translation>在打开服务器之前，已加载的模型只回应本应用。</translation>
+    </message>
+    <message>
+        <source>Load a model from the Plan page to serve it.</source>
+        <translation>请在“计划”页加载模型后再提供服务。</translation>
+    </message>
+    <message>
+        <source>On this computer: {url}</source>
+        <translation>本机：{url}</translation>
+    </message>
+    <message>
+        <source>Not serving.</source>
+        <translation>未提供服务。</translation>
+    </message>
+    <message>
+        <source>From other devices: {url}</source>
+        <translation>其他设备：{url}</translation>
+    </message>
+    <message>
         <source>Server</source>
         <translation>服务器</translation>
     </message>
     <message>
-        <source>Load a model from the Plan page to serve it with an OpenAI-compatible API. Until then, `loadout serve MODEL` starts the same server from a terminal.</source>
-        <translation>在“计划”页加载模型后，即可通过兼容 OpenAI 的 API 提供服务。在此之前，可用 `loadout serve MODEL` 从终端启动同一服务器。</translation>
+        <source>OpenAI-compatible server</source>
+        <translation>兼容 OpenAI 的服务器</translation>
+    </message>
+    <message>
+        <source>Serve the loaded model</source>
+        <translation>提供已加载的模型</translation>
+    </message>
+    <message>
+        <source>Port</source>
+        <translation>端口</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>Any free port</source>
+        <translation>任一空闲端口</translation>
+    </message>
+    <message>
+        <source>Allow other devices on my network</source>
+        <translation>允许我网络中的其他设备访问</translation>
+    </message>
+    <message>
+        <source>Restarts the engine listening on every network interface; clients must then send the API key.</source>
+        <translation>引擎将重启并监听所有网络接口；客户端必须发送 API 密钥。</translation>
+    </message>
+    <message>
+        <source>Only needed for other devices</source>
+        <translation>仅其他设备需要</translation>
+    </message>
+    <message>
+        <source>New key</source>
+        <translation>新密钥</translation>
+    </message>
+    <message>
+        <source>Copy key</source>
+        <translation>复制密钥</translation>
+    </message>
+    <message>
+        <source>Address and examples</source>
+        <translation>地址与示例</translation>
+    </message>
+    <message>
+        <source>Copy URL</source>
+        <translation>复制地址</translation>
+    </message>
+    <message>
+        <source>Copy example</source>
+        <translation>复制示例</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>请求</translation>
+    </message>
+    <message>
+        <source>Slot</source>
+        <translation>槽位</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Tokens held</source>
+        <translation>占用 token</translation>
+    </message>
+    <message>
+        <source>Generated</source>
+        <translation>已生成</translation>
+    </message>
+    <message>
+        <source>decode t/s</source>
+        <translation>解码 t/s</translation>
+    </message>
+    <message>
+        <source>decode t/s, all requests</source>
+        <translation>全部请求的解码 t/s</translation>
+    </message>
+    <message>
+        <source>Memory per device</source>
+        <translation>各设备内存</translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <source>In use</source>
+        <translation>已用</translation>
+    </message>
+    <message>
+        <source>Total</source>
+        <translation>总计</translation>
     </message>
 </context>
 <context>

@@ -4,12 +4,147 @@
 <context>
     <name>ChatPage</name>
     <message>
+        <source>New conversation</source>
+        <translation>新對話</translation>
+    </message>
+    <message>
+        <source>No model loaded: load one from the Plan page.</source>
+        <translation>尚未載入模型：請在「計畫」頁載入。</translation>
+    </message>
+    <message>
+        <source>The model is loading…</source>
+        <translation>模型載入中…</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就緒</translation>
+    </message>
+    <message>
+        <source>Unloading…</source>
+        <translation>正在卸載…</translation>
+    </message>
+    <message>
+        <source>The engine stopped (see the message above).</source>
+        <translation>引擎已停止（見上方訊息）。</translation>
+    </message>
+    <message>
         <source>Chat</source>
         <translation>聊天</translation>
     </message>
     <message>
-        <source>Load a model from the Plan page to chat with it here. Until then, `loadout chat MODEL` chats in a terminal with the same engine.</source>
-        <translation>在「計畫」頁載入模型後即可在此聊天。在此之前，可用 `loadout chat MODEL` 在終端機中以同一引擎聊天。</translation>
+        <source>Conversations</source>
+        <translation>對話</translation>
+    </message>
+    <message>
+        <source>New</source>
+        <translation>新增</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>刪除</translation>
+    </message>
+    <message>
+        <source>System prompt and sampling</source>
+        <translation>系統提示詞與取樣</translation>
+    </message>
+    <message>
+        <source>System prompt</source>
+        <translation>系統提示詞</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>溫度</translation>
+    </message>
+    <message>
+        <source>Top-p</source>
+        <translation>核取樣 (top-p)</translation>
+    </message>
+    <message>
+        <source>Longest answer (tokens)</source>
+        <translation>最長回答（token 數）</translation>
+    </message>
+    <message>
+        <source>Ask something… (Ctrl+Enter sends)</source>
+        <translation>輸入問題…（Ctrl+Enter 傳送）</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>傳送</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Regenerate</source>
+        <translation>重新產生</translation>
+    </message>
+    <message>
+        <source>Edit last question</source>
+        <translation>編輯上一個問題</translation>
+    </message>
+    <message>
+        <source>decode t/s, live</source>
+        <translation>即時解碼 t/s</translation>
+    </message>
+    <message>
+        <source>The engine&apos;s decode t/s while the answer streams</source>
+        <translation>回答串流輸出時引擎的解碼 t/s</translation>
+    </message>
+</context>
+<context>
+    <name>ChatView</name>
+    <message>
+        <source>You</source>
+        <translation>你</translation>
+    </message>
+    <message>
+        <source>Assistant</source>
+        <translation>助理</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>複製程式碼</translation>
+    </message>
+    <message>
+        <source>TTFT {value}</source>
+        <translation>首 token 延遲 {value}</translation>
+    </message>
+    <message>
+        <source>prefill {value} t/s</source>
+        <translation>預填充 {value} t/s</translation>
+    </message>
+    <message>
+        <source>decode {value} t/s</source>
+        <translation>解碼 {value} t/s</translation>
+    </message>
+    <message>
+        <source>end-to-end {value} t/s</source>
+        <translation>端到端 {value} t/s</translation>
+    </message>
+    <message>
+        <source>{prompt} prompt tokens ({cached} cached), {generated} generated</source>
+        <translation>提示 {prompt} 個 token（快取 {cached} 個），產生 {generated} 個</translation>
+    </message>
+    <message>
+        <source>acceptance {share} ({per_step} tokens per step)</source>
+        <translation>接受率 {share}（每步 {per_step} 個 token）</translation>
+    </message>
+    <message>
+        <source>The loop guard stopped this answer: it was repeating itself.</source>
+        <translation>循環防護停止了此回答：它在不斷重複。</translation>
+    </message>
+    <message>
+        <source>The loop guard saw this answer repeating itself and retried it with penalties.</source>
+        <translation>循環防護發現此回答在重複，已加懲罰重試。</translation>
+    </message>
+    <message>
+        <source>Stopped.</source>
+        <translation>已停止。</translation>
+    </message>
+    <message>
+        <source>The answer failed: {error}</source>
+        <translation>回答失敗：{error}</translation>
     </message>
 </context>
 <context>
@@ -436,6 +571,21 @@
     </message>
 </context>
 <context>
+    <name>EngineBanner</name>
+    <message>
+        <source>The engine stopped unexpectedly (exit code {code}); Loadout is still running. Its last log lines say why. A safer plan keeps more memory free (fewer layers on the GPU, smaller batches).</source>
+        <translation>引擎意外停止（結束碼 {code}）；Loadout 仍在執行。下方是引擎最後的記錄，說明了原因。更安全的方案會留出更多空閒記憶體（GPU 上的層更少，批次更小）。</translation>
+    </message>
+    <message>
+        <source>Retry with a safer plan</source>
+        <translation>用更安全的方案重試</translation>
+    </message>
+    <message>
+        <source>Dismiss</source>
+        <translation>關閉</translation>
+    </message>
+</context>
+<context>
     <name>ErrorReporter</name>
     <message>
         <source>The model file could not be found: {detail}</source>
@@ -651,6 +801,22 @@
         <translation>引擎：未載入</translation>
     </message>
     <message>
+        <source>Engine: loading {percent}%</source>
+        <translation>引擎：載入中 {percent}%</translation>
+    </message>
+    <message>
+        <source>Engine: ready</source>
+        <translation>引擎：就緒</translation>
+    </message>
+    <message>
+        <source>Engine: unloading</source>
+        <translation>引擎：卸載中</translation>
+    </message>
+    <message>
+        <source>Engine: stopped unexpectedly</source>
+        <translation>引擎：意外停止</translation>
+    </message>
+    <message>
         <source>Model: {name}</source>
         <translation>模型：{name}</translation>
     </message>
@@ -659,8 +825,8 @@
         <translation>無</translation>
     </message>
     <message>
-        <source>Decode: — t/s</source>
-        <translation>解碼：— t/s</translation>
+        <source>Decode: {tps} t/s</source>
+        <translation>解碼：{tps} t/s</translation>
     </message>
     <message>
         <source>VRAM in use: {used} / {total}</source>
@@ -776,6 +942,10 @@
         <translation>此計畫沒有建議。</translation>
     </message>
     <message>
+        <source>Load again</source>
+        <translation>重新載入</translation>
+    </message>
+    <message>
         <source>No plan: the planner stopped with an error (see the message).</source>
         <translation>沒有計畫：規劃器因錯誤而停止（見提示訊息）。</translation>
     </message>
@@ -820,12 +990,20 @@
         <translation>回到本機</translation>
     </message>
     <message>
-        <source>Load</source>
-        <translation>載入</translation>
+        <source>Start the engine with this plan, then chat or serve it.</source>
+        <translation>依此方案啟動引擎，然後聊天或提供服務。</translation>
     </message>
     <message>
-        <source>Loading from the app comes in a later version; use `loadout chat` or `loadout serve` meanwhile.</source>
-        <translation>從應用程式內載入將在後續版本提供；目前請使用 `loadout chat` 或 `loadout serve`。</translation>
+        <source>Unload</source>
+        <translation>卸載</translation>
+    </message>
+    <message>
+        <source>Stop the engine: frees all its memory.</source>
+        <translation>停止引擎：釋放其全部記憶體。</translation>
+    </message>
+    <message>
+        <source>Load</source>
+        <translation>載入</translation>
     </message>
     <message>
         <source>Request</source>
@@ -887,12 +1065,148 @@
 <context>
     <name>ServerPage</name>
     <message>
+        <source>Waiting for a slot: {n}</source>
+        <translation>等待空閒槽位：{n}</translation>
+    </message>
+    <message>
+        <source>idle</source>
+        <translation>閒置</translation>
+    </message>
+    <message>
+        <source>reading the prompt</source>
+        <translation>讀取提示</translation>
+    </message>
+    <message>
+        <source>generating</source>
+        <translation>產生中</translation>
+    </message>
+    <message>
+        <source>Serving {model}.</source>
+        <translation>正在提供 {model}。</translation>
+    </message>
+    <message>
+        <source>The engine is starting…</source>
+        <translation>引擎啟動中…</translation>
+    </message>
+    <message>
+        <source>The loaded model answers only this app until you turn the server on.</source>
+        <translation>在開啟伺服器之前，已載入的模型只回應本應用程式。</translation>
+    </message>
+    <message>
+        <source>Load a model from the Plan page to serve it.</source>
+        <translation>請在「計畫」頁載入模型後再提供服務。</translation>
+    </message>
+    <message>
+        <source>On this computer: {url}</source>
+        <translation>本機：{url}</translation>
+    </message>
+    <message>
+        <source>Not serving.</source>
+        <translation>未提供服務。</translation>
+    </message>
+    <message>
+        <source>From other devices: {url}</source>
+        <translation>其他裝置：{url}</translation>
+    </message>
+    <message>
         <source>Server</source>
         <translation>伺服器</translation>
     </message>
     <message>
-        <source>Load a model from the Plan page to serve it with an OpenAI-compatible API. Until then, `loadout serve MODEL` starts the same server from a terminal.</source>
-        <translation>在「計畫」頁載入模型後，即可透過相容 OpenAI 的 API 提供服務。在此之前，可用 `loadout serve MODEL` 從終端機啟動同一伺服器。</translation>
+        <source>OpenAI-compatible server</source>
+        <translation>相容 OpenAI 的伺服器</translation>
+    </message>
+    <message>
+        <source>Serve the loaded model</source>
+        <translation>提供已載入的模型</translation>
+    </message>
+    <message>
+        <source>Port</source>
+        <translation>連接埠</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 金鑰</translation>
+    </message>
+    <message>
+        <source>Any free port</source>
+        <translation>任一空閒連接埠</translation>
+    </message>
+    <message>
+        <source>Allow other devices on my network</source>
+        <translation>允許我網路中的其他裝置存取</translation>
+    </message>
+    <message>
+        <source>Restarts the engine listening on every network interface; clients must then send the API key.</source>
+        <translation>引擎將重新啟動並監聽所有網路介面；用戶端必須傳送 API 金鑰。</translation>
+    </message>
+    <message>
+        <source>Only needed for other devices</source>
+        <translation>僅其他裝置需要</translation>
+    </message>
+    <message>
+        <source>New key</source>
+        <translation>新金鑰</translation>
+    </message>
+    <message>
+        <source>Copy key</source>
+        <translation>複製金鑰</translation>
+    </message>
+    <message>
+        <source>Address and examples</source>
+        <translation>位址與範例</translation>
+    </message>
+    <message>
+        <source>Copy URL</source>
+        <translation>複製位址</translation>
+    </message>
+    <message>
+        <source>Copy example</source>
+        <translation>複製範例</translation>
+    </message>
+    <message>
+        <source>Requests</source>
+        <translation>請求</translation>
+    </message>
+    <message>
+        <source>Slot</source>
+        <translation>槽位</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>狀態</translation>
+    </message>
+    <message>
+        <source>Tokens held</source>
+        <translation>佔用 token</translation>
+    </message>
+    <message>
+        <source>Generated</source>
+        <translation>已產生</translation>
+    </message>
+    <message>
+        <source>decode t/s</source>
+        <translation>解碼 t/s</translation>
+    </message>
+    <message>
+        <source>decode t/s, all requests</source>
+        <translation>全部請求的解碼 t/s</translation>
+    </message>
+    <message>
+        <source>Memory per device</source>
+        <translation>各裝置記憶體</translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation>裝置</translation>
+    </message>
+    <message>
+        <source>In use</source>
+        <translation>已用</translation>
+    </message>
+    <message>
+        <source>Total</source>
+        <translation>總計</translation>
     </message>
 </context>
 <context>

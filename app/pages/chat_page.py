@@ -71,6 +71,7 @@ class ChatPage(QWidget):
         self.code_blocks: tuple[str, ...] = ()
         self.last_error = ""
         self._loading_conversation = False
+        self._closed = False
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
@@ -169,6 +170,8 @@ class ChatPage(QWidget):
     # -- conversations ----------------------------------------------------------------
     def reload_conversations(self) -> None:
         """List the saved conversations (the current one stays selected)."""
+        if self._closed:
+            return
         self.conversation_list.blockSignals(True)
         self.conversation_list.clear()
         for conv in self.store.conversations():
@@ -183,6 +186,8 @@ class ChatPage(QWidget):
 
     def open_conversation(self, conversation_id: int | None) -> None:
         """Show a conversation (None: an empty page for a new one)."""
+        if self._closed:
+            return
         if self.streamer.busy:
             self.streamer.stop()
         self.conversation_id = conversation_id
@@ -373,6 +378,7 @@ class ChatPage(QWidget):
     def shutdown(self) -> None:
         """Stop streaming and wait for the worker; close the database."""
         self.streamer.shutdown()
+        self._closed = True
         self.store.close()
 
     # -- texts ------------------------------------------------------------------------
