@@ -217,7 +217,8 @@ def test_launcher_lists_engines_and_remembers_the_default(
     # Activation edits sys.path, sys.modules and these variables: restore them after.
     for name in (engine_select.ENGINE_ENV, engine_select.ACTIVE_ENV, engine_select.REASON_ENV,
                  "LLAMA_CPP_LIB_PATH", "MTMD_CPP_LIB"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # recorded, so undone even if it was unset
+        monkeypatch.delenv(name)
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
     assert launcher.main(["--engine-default", "cpu", "--engines"]) == 0
