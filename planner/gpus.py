@@ -15,7 +15,9 @@ of 64 GB each, so its row is one of those devices.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from planner.inventory import Backend, Gpu, Vendor
 
@@ -236,3 +238,33 @@ def nominal_gpu(name: str, index: int = 0, total_bytes: int | None = None) -> Gp
     """
     spec = lookup(name, total_bytes)
     return spec.to_gpu(index=index, total_bytes=total_bytes) if spec else None
+
+
+def complete_rig_gpu(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A rig file's GPU entry with the figures it leaves out filled from the table.
+
+    A hand-written entry may give only ``name`` and ``total_bytes``; the table then
+    supplies ``bandwidth_gbps``, ``tflops_fp16``, ``pcie_gbps``, ``vendor``, ``backend``
+    and ``unified_memory``, and the note ``nominal_figures`` is added. Figures the entry
+    gives are kept. An entry whose name matches no row comes back unchanged (a copy).
+    """
+    out = dict(doc)
+    name = doc.get("name")
+    total = doc.get("total_bytes")
+    size = total if isinstance(total, int) and not isinstance(total, bool) else None
+    spec = lookup(name, size) if isinstance(name, str) else None
+    if spec is None:
+        return out
+    vendor = doc.get("vendor", spec.vendor.value)
+    filled = {"bandwidth_gbps": spec.bandwidth_gbps, "tflops_fp16": spec.tflops_fp16,
+              "pcie_gbps": spec.pcie_gbps, "vendor": spec.vendor.value,
+              "unified_memory": spec.unified_memory}
+    if vendor in {v.value for v in Vendor}:
+        filled["backend"] = default_backend(Vendor(vendor)).value
+    missing = {k: v for k, v in filled.items() if k not in doc}
+    if any(k in missing for k in ("bandwidth_gbps", "tflops_fp16", "pcie_gbps")):
+        notes = [str(n) for n in doc.get("notes", ()) if isinstance(n, str)]
+        out["notes"] = [*notes, *(["nominal_figures"] if "nominal_figures" not in notes
+                                  else [])]
+    out.update(missing)
+    return out

@@ -12,6 +12,7 @@ GIB = 2**30
 
 
 def register(sub: Any) -> None:
+    """Add the ``detect`` command and its options to the CLI's subparsers."""
     p = sub.add_parser("detect", help="the GPUs, host and disks of this machine",
                        description="Detect GPUs, host and model disks. --json prints the "
                                    "Inventory, which is also a rig file for --rig.")
@@ -25,6 +26,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Detect this machine and print its Inventory (JSON or text); exit status 0."""
     from engine.hardware import detect
 
     inventory = detect(model_dirs=args.models, measure=not args.no_measure,

@@ -141,3 +141,26 @@ def test_nominal_gpu_makes_a_rig_file_gpu() -> None:
     mac = nominal_gpu("Apple M4 Max", total_bytes=96 * GIB)
     assert mac is not None and mac.unified_memory and mac.total_bytes == 96 * GIB
     assert nominal_gpu("GeForce 256") is None
+
+
+def test_a_hand_written_rig_gpu_gets_the_table_figures() -> None:
+    from planner.gpus import complete_rig_gpu
+
+    doc = {"name": "RTX 3090", "total_bytes": 24 * GIB}
+    full = complete_rig_gpu(doc)
+    spec = lookup("RTX 3090", 24 * GIB)
+    assert spec is not None and doc == {"name": "RTX 3090", "total_bytes": 24 * GIB}
+    assert full["bandwidth_gbps"] == spec.bandwidth_gbps > 0
+    assert full["tflops_fp16"] == spec.tflops_fp16 > 0
+    assert full["pcie_gbps"] == spec.pcie_gbps and full["vendor"] == "nvidia"
+    assert full["backend"] == "cuda" and "nominal_figures" in full["notes"]
+    rig = {"gpus": [full], "host": {"cpu": "x", "cores": 8, "threads": 16,
+                                    "ram_total_bytes": 64 * GIB,
+                                    "ram_available_bytes": 60 * GIB, "bandwidth_gbps": 50.0},
+           "disks": []}
+    (gpu,) = Inventory.from_json(rig).gpus
+    assert gpu.bandwidth_gbps == spec.bandwidth_gbps and gpu.tflops_fp16 == spec.tflops_fp16
+    given = complete_rig_gpu({**doc, "bandwidth_gbps": 123.0})
+    assert given["bandwidth_gbps"] == 123.0 and given["tflops_fp16"] == spec.tflops_fp16
+    unknown = {"name": "Frobnicator 9000", "total_bytes": GIB}
+    assert complete_rig_gpu(unknown) == unknown
