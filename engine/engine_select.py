@@ -67,7 +67,9 @@ SENTENCES = {
     "not_installed": "this bundle has no {backend} engine",
     "driver_missing": "the {backend} runtime of the GPU driver is not installed",
     "wrong_platform": "the {backend} engine was built for another system",
+    "no_device": "the {backend} engine found no GPU it can use (driver too old?)",
 }
+GPU_BACKENDS = frozenset({"cuda", "hip", "vulkan", "metal"})
 
 
 @dataclass(frozen=True)
@@ -122,23 +124,27 @@ class EngineChoice:
                                              why=why or "none installed")
 
 
-def _usable(build: EngineBuild, machine: Machine) -> str | None:
+def _usable(build: EngineBuild, machine: Machine,
+            no_device: frozenset[str] = frozenset()) -> str | None:
     """``None`` when ``build`` can run here, else the reason code why not."""
     if build.platform and build.platform != machine.platform:
         return "wrong_platform"
+    if build.backend in no_device:
+        return "no_device"
     if build.backend in ("cpu", "metal") or build.backend in machine.runtimes:
         return None
     return "driver_missing"
 
 
-def choose(builds: Sequence[EngineBuild], machine: Machine,
-           wanted: str | None = None) -> EngineChoice:
+def choose(builds: Sequence[EngineBuild], machine: Machine, wanted: str | None = None,
+           no_device: frozenset[str] = frozenset()) -> EngineChoice:
     """Pick the build to run. Pure: same builds, machine and wish, same choice.
 
     Args:
         builds: the builds installed (see :func:`discover`).
         machine: the GPU vendors and loadable runtimes (see :func:`detect_machine`).
         wanted: the user's backend, or ``None`` / ``"auto"`` to choose automatically.
+        no_device: GPU builds known to see no GPU here (see ``engine.engine_probe``).
 
     Returns:
         The choice; a user's wish that cannot run falls back to the automatic choice,
@@ -150,13 +156,13 @@ def choose(builds: Sequence[EngineBuild], machine: Machine,
         return EngineChoice(None, "only_build", machine.vendors)
     if wanted and wanted != AUTO:
         build = by_name.get(wanted)
-        problem = "not_installed" if build is None else _usable(build, machine)
+        problem = "not_installed" if build is None else _usable(build, machine, no_device)
         if build is not None and problem is None:
             return EngineChoice(build, "user_choice", machine.vendors)
         rejected.append((wanted, problem or "not_installed"))
     for backend in _candidates(machine.vendors):
         build = by_name.get(backend)
-        problem = "not_installed" if build is None else _usable(build, machine)
+        problem = "not_installed" if build is None else _usable(build, machine, no_device)
         if build is not None and problem is None:
             return EngineChoice(build, "matches_gpu", machine.vendors, tuple(rejected))
         if (backend, problem or "") not in rejected:
@@ -164,7 +170,7 @@ def choose(builds: Sequence[EngineBuild], machine: Machine,
     reason = "gpu_unusable" if machine.vendors else "no_gpu"
     cpu = by_name.get("cpu")
     if cpu is None:  # a bundle without a CPU build: take any build that can run
-        cpu = next((b for b in builds if _usable(b, machine) is None), builds[0])
+        cpu = next((b for b in builds if _usable(b, machine, no_device) is None), builds[0])
     return EngineChoice(cpu, reason, machine.vendors, tuple(rejected))
 
 
@@ -304,18 +310,29 @@ def activate(build: EngineBuild) -> None:
 
 
 def select_and_activate(root: Path | None = None, wanted: str | None = None,
-                        machine: Machine | None = None) -> EngineChoice:
+                        machine: Machine | None = None,
+                        verify: Callable[[EngineBuild, Machine], bool] | None = None
+                        ) -> EngineChoice:
     """Choose the engine build for this machine and activate it (see the module docstring).
 
     ``wanted`` defaults to ``$LOADOUT_ENGINE``, then the saved preference. Child processes
     inherit the choice through ``LOADOUT_ENGINE``, so every process runs the same build.
+    ``verify`` (``engine.engine_probe.sees_gpu``) checks that a chosen GPU build sees a GPU;
+    one that does not is passed over with ``no_device``.
     """
     root = root if root is not None else engines_dir()
     builds = discover(root) if root is not None else []
     if not builds:
         return EngineChoice(None, "only_build")
     wish = wanted or os.environ.get(ENGINE_ENV) or load_preference()
-    choice = choose(builds, machine or detect_machine(), wish)
+    machine = machine or detect_machine()
+    no_device: set[str] = set()
+    choice = choose(builds, machine, wish)
+    while (verify is not None and choice.build is not None
+           and choice.build.backend in GPU_BACKENDS - no_device
+           and not verify(choice.build, machine)):
+        no_device.add(choice.build.backend)
+        choice = choose(builds, machine, wish, frozenset(no_device))
     assert choice.build is not None
     inherited = os.environ.get(ACTIVE_ENV) == choice.build.backend and REASON_ENV in os.environ
     activate(choice.build)

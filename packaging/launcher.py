@@ -76,9 +76,14 @@ def _print_engines(choice: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Choose the engine build, then run the ``loadout`` command line."""
-    args, once, default, listing = split_engine_args(
-        list(sys.argv[1:] if argv is None else argv))
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["--engine-probe"]:  # a child asked whether one engine build sees a GPU
+        from engine import engine_probe
+
+        return engine_probe.main(raw[1:])
+    args, once, default, listing = split_engine_args(raw)
     _use_bundled_demo_model()
+    from engine import engine_probe
     from engine import engine_select as es
 
     if default is not None:
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"engine build from the next start: {default}")
         if not args and not listing:
             return 0
-    choice = es.select_and_activate(wanted=once)
+    choice = es.select_and_activate(wanted=once, verify=engine_probe.sees_gpu)
     if listing:
         _print_engines(choice)
         return 0

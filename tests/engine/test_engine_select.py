@@ -104,6 +104,15 @@ def test_a_build_for_another_system_is_never_taken() -> None:
     assert ("cuda", "wrong_platform") in choice.rejected
 
 
+def test_a_gpu_build_that_sees_no_gpu_is_passed_over() -> None:
+    machine = _machine(Vendor.NVIDIA, runtimes=("cuda", "vulkan"))
+    choice = es.choose(ALL, machine, no_device=frozenset({"cuda"}))
+    assert (choice.backend, choice.rejected) == ("vulkan", (("cuda", "no_device"),))
+    both = es.choose(ALL, machine, wanted="cuda", no_device=frozenset({"cuda", "vulkan"}))
+    assert (both.backend, both.reason) == ("cpu", "gpu_unusable")
+    assert "found no GPU it can use" in both.sentence()
+
+
 def test_no_builds_means_the_installed_engine() -> None:
     choice = es.choose([], _machine(Vendor.NVIDIA, runtimes=("cuda",)))
     assert (choice.build, choice.reason) == (None, "only_build")
@@ -255,3 +264,39 @@ def test_child_processes_start_the_same_program(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     monkeypatch.setattr(sys, "executable", "/opt/loadout/loadout")
     assert es.loadout_command() == ["/opt/loadout/loadout"]
+
+
+@pytest.mark.slow
+def test_a_build_that_sees_no_gpu_falls_back_after_a_real_probe(tmp_path: Path) -> None:
+    """An NVIDIA machine whose CUDA driver loads, but whose "cuda" build sees no GPU (here:
+    the CPU engine under that name, as with a driver too old for the build): the probe
+    process finds 0 GPUs, the CPU build is chosen, and the answer is remembered."""
+    engines = tmp_path / "engines"
+    _stage(engines, "cpu", package=_installed_llama_cpp(), platform=sys.platform)
+    _stage(engines, "cuda", package=_installed_llama_cpp(), platform=sys.platform)
+    script = (
+        "import json\n"
+        "from engine import engine_probe, engine_select as es\n"
+        "from planner.inventory import Vendor\n"
+        "m = es.Machine((Vendor.NVIDIA,), frozenset({'cuda'}))\n"
+        "probes = []\n"
+        "def probe(b):\n"
+        "    probes.append(b.backend)\n"
+        "    return engine_probe.run_probe(b)\n"
+        "def verify(b, machine):\n"
+        "    return engine_probe.sees_gpu(b, machine, probe)\n"
+        "c = es.select_and_activate(machine=m, verify=verify)\n"
+        "again = es.choose(es.discover(es.engines_dir()), m)\n"
+        "known = engine_probe.sees_gpu(again.build, m, probe)\n"
+        "print(json.dumps({'backend': c.backend, 'rejected': c.rejected,\n"
+        "                  'probes': probes, 'known': known}))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{es.ENGINES_DIR_ENV: str(engines)})
+    env.pop(es.ENGINE_ENV, None)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=180, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["backend"] == "cpu"
+    assert result["rejected"] == [["cuda", "no_device"], ["vulkan", "not_installed"]]
+    assert result["probes"] == ["cuda"]  # probed once; the second question was cached
+    assert result["known"] is False
