@@ -167,8 +167,9 @@ def build(recipe: Recipe, python: str, jobs: int, nice: int,
         return wheels[0]
     folder.mkdir(parents=True, exist_ok=True)
     cmake_args = shlex.join((*recipe.cmake_args, *extra_args))
-    env = dict(os.environ, CMAKE_ARGS=cmake_args, CMAKE_BUILD_PARALLEL_LEVEL=str(jobs),
-               **dict(recipe.env))
+    env = dict(os.environ, CMAKE_ARGS=cmake_args, CMAKE_BUILD_PARALLEL_LEVEL=str(jobs))
+    if sys.platform == "linux":  # the recipes' compiler paths are those of Linux ROCm
+        env.update(dict(recipe.env))
     cmd = [python, "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "--no-binary",
            "llama-cpp-python", "-w", str(folder), ENGINE]
     if nice and shutil.which("nice"):
