@@ -128,8 +128,11 @@ class Inventory:
         schema = doc.get("schema", SCHEMA)
         if schema != SCHEMA:
             raise InventoryError(f"unknown rig schema {schema!r} (expected {SCHEMA})")
+        from planner.gpus import complete_rig_gpu  # (gpus imports this module)
+
         try:
-            gpus = tuple(_gpu(i, g) for i, g in enumerate(doc.get("gpus", [])))
+            gpus = tuple(_gpu(i, complete_rig_gpu(g) if isinstance(g, Mapping) else g)
+                         for i, g in enumerate(doc.get("gpus", [])))
             host = _host(doc["host"])
             disks = tuple(_disk(d) for d in doc.get("disks", []))
         except KeyError as exc:
@@ -158,6 +161,12 @@ def _int(value: Any, name: str) -> int:
 
 
 def _gpu(position: int, g: Mapping[str, Any]) -> Gpu:
+    if not isinstance(g, Mapping):
+        raise ValueError(f"GPU entry {position} is not an object")
+    for key in ("total_bytes", "bandwidth_gbps"):
+        if key not in g:
+            raise ValueError(f"GPU entry {position} ({g.get('name', 'unnamed')}) has no "
+                             f"{key!r} and is not a GPU Loadout knows by name")
     total = _int(g["total_bytes"], "total_bytes")
     free = _int(g.get("free_bytes", total), "free_bytes")
     return Gpu(

@@ -40,3 +40,20 @@ def test_a_bad_rig_names_the_file_and_the_problem(tmp_path: Path, content: str |
         load_rig(path)
     assert message in str(err.value) and "rig.json" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_hand_written_gpu_gets_its_nominal_figures(tmp_path: Path) -> None:
+    path = tmp_path / "rig.json"
+    path.write_text('{"gpus": [{"name": "RTX 4090", "total_bytes": 25757220864}],'
+                    ' "host": {"ram_total_bytes": 68719476736, "bandwidth_gbps": 80}}')
+    gpu = load_rig(path).gpus[0]
+    assert 900 < gpu.bandwidth_gbps < 1100
+    assert "nominal_figures" in gpu.notes
+
+
+def test_an_unknown_gpu_without_figures_is_named_in_the_error(tmp_path: Path) -> None:
+    path = tmp_path / "rig.json"
+    path.write_text('{"gpus": [{"name": "Frobnitz 9000", "total_bytes": 1}],'
+                    ' "host": {"ram_total_bytes": 1, "bandwidth_gbps": 80}}')
+    with pytest.raises(InventoryError, match="Frobnitz 9000"):
+        load_rig(path)
