@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -121,7 +123,7 @@ def _save_listing(repo: str, files: tuple[hubapi.RemoteFile, ...], when: float) 
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"repo": repo, "fetched_at": when,
            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]}
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(doc))
     tmp.replace(path)
 

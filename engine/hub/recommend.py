@@ -229,7 +229,7 @@ def _evaluate(model: CatalogModel, option: QuantOption, reference: ModelProfile,
     assert option.group is not None and option.spec is not None
     size = option.group.size
     exact = reference.file_bytes == size
-    profile = resized(reference, option.quant, size)
+    profile = _sized(reference, option)
     p = _plan(inventory, profile, TaskKind(task))
     fit = fit_badge(p)
     tier, score = _score(model, profile, task, p.predicted.decode_tps, fit)
@@ -296,11 +296,28 @@ def recommend(inventory: Inventory, task: str = "chat", catalog: Catalog | None 
 
 def _choices(model: CatalogModel, reference: ModelProfile, inventory: Inventory, task: str,
              all_quants: bool) -> list[Recommendation]:
-    """Every quantization of ``model`` (all_quants), else the one the planner would pick."""
-    evaluated = [_evaluate(model, o, reference, inventory, task) for o in model.available]
-    choices = [c for c, _ in evaluated]
+    """Every quantization of ``model`` (all_quants), else the one the planner would pick.
+
+    The pick follows :func:`planner.quant.choose` (the best quality that fits without disk
+    streaming at a usable speed, else the fastest that fits); files are planned from the
+    best quality down, so planning stops at the first that qualifies.
+    """
     if all_quants:
-        return choices
+        return [_evaluate(model, o, reference, inventory, task)[0] for o in model.available]
+    usable = USABLE_TPS[task]
+    options = sorted(model.available, key=lambda o: -bits_of(_sized(reference, o)))
+    evaluated = []
+    for option in options:
+        choice, profile = _evaluate(model, option, reference, inventory, task)
+        if choice.fit not in (Fit.DOES_NOT_FIT, Fit.STREAMS_FROM_DISK) \
+                and choice.decode_tps >= usable:
+            return [choice]
+        evaluated.append((choice, profile))
     pick = choose([(prof, c.fit is not Fit.DOES_NOT_FIT, c.fit is Fit.STREAMS_FROM_DISK,
-                    c.decode_tps) for c, prof in evaluated], USABLE_TPS[task])
-    return [choices[pick.index]]
+                    c.decode_tps) for c, prof in evaluated], usable)
+    return [evaluated[pick.index][0]]
+
+
+def _sized(reference: ModelProfile, option: QuantOption) -> ModelProfile:
+    assert option.group is not None
+    return resized(reference, option.quant, option.group.size)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +81,21 @@ def _key(repo: str, filename: str, revision: str) -> str:
     return hashlib.sha256(f"{repo}\0{filename}\0{revision}".encode()).hexdigest()[:32]
 
 
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` (readers see the old or the new file, never half).
+
+    The cache is best effort: a failure is logged, never raised.
+    """
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        log.warning("cannot write the hub cache file %s: %s", path, exc)
+        tmp.unlink(missing_ok=True)
+
+
 class RemoteFileReader:
     """``read_at(offset, size)`` over one hub file, caching the header prefix on disk.
 
@@ -138,10 +155,9 @@ class RemoteFileReader:
         return meta
 
     def _save_meta(self, size: int, sha256: str | None) -> None:
-        self._meta_path.parent.mkdir(parents=True, exist_ok=True)
         doc = {"repo": self.repo, "filename": self.filename, "revision": self.revision,
                "size": size, "sha256": sha256, "checked_at": time.time()}
-        self._meta_path.write_text(json.dumps(doc))
+        _write_atomically(self._meta_path, json.dumps(doc).encode())
 
     def _fetch(self, start: int, length: int) -> bytes:
         if self._location is None:
@@ -178,10 +194,7 @@ class RemoteFileReader:
         self._prefix += self._fetch(have, want - have)
         if len(self._prefix) < min(want, self.size):
             raise HubError(f"hf:{self.repo}/{self.filename}: the hub sent a short read")
-        self._prefix_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._prefix_path.with_suffix(".tmp")
-        tmp.write_bytes(self._prefix)
-        tmp.replace(self._prefix_path)
+        _write_atomically(self._prefix_path, bytes(self._prefix))
         return bytes(self._prefix[offset:end])
 
 

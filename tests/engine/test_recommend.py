@@ -39,7 +39,7 @@ SHAPES: dict[str, tuple[str, Shape]] = {
                                       n_ff_exp=768)),
 }
 QUANTS = {"Q8_0": "Q8_0", "Q4_K_M": "Q4_K"}
-LOW_BIT = ("dense-70b", "IQ2_XXS", "IQ2_XXS")  # model, quant, ggml type
+LOW_BIT = ("dense-70b", "Q2_K", "Q2_K")  # model, quant, ggml type
 TASKS = {"chat": 2, "code": 2, "agent": 2, "math": 2, "creative": 2}
 
 
@@ -212,18 +212,19 @@ def test_task_ratings_reorder_otherwise_equal_models(
                           progress=lambda d, t, seen=seen: seen.append((d, t))).items
         assert seen == [(0, 2), (1, 2), (2, 2)]
         assert items[0].model_id == first
+        assert len(items) == 2, recommend(rig("24gb"), task=task, catalog=rated).skipped
         assert items[0].decode_tps == items[1].decode_tps
 
 
 def test_low_bit_files_are_tiered_low_and_warned_for_agent_work(catalog: Catalog) -> None:
     result = recommend(rig("24gb"), task="agent", catalog=catalog, all_quants=True)
-    low = next(r for r in result.items if (r.model_id, r.quant) == ("dense-70b", "IQ2_XXS"))
+    low = next(r for r in result.items if (r.model_id, r.quant) == ("dense-70b", "Q2_K"))
     assert low.quality_tier == "low" and "low_bits_for_task" in low.warnings
     q8 = next(r for r in result.items if (r.model_id, r.quant) == ("mid-8b", "Q8_0"))
     assert q8.quality_tier == "near_lossless" and not {"low_bits", "low_bits_for_task"} & set(
         q8.warnings)
     chat = recommend(rig("24gb"), task="chat", catalog=catalog, all_quants=True)
-    low_chat = next(r for r in chat.items if (r.model_id, r.quant) == ("dense-70b", "IQ2_XXS"))
+    low_chat = next(r for r in chat.items if (r.model_id, r.quant) == ("dense-70b", "Q2_K"))
     assert "low_bits" in low_chat.warnings
 
 
