@@ -12,7 +12,8 @@ def resolve_local_model(spec: str) -> Path:
     """Return the local GGUF file named by ``spec``.
 
     Args:
-        spec: ``demo``, or a path to a ``.gguf`` (the first shard of a split model).
+        spec: ``demo``, a path to a ``.gguf`` (the first shard of a split model), or
+            ``hf:OWNER/REPO/FILE.gguf`` once it has been downloaded.
 
     Raises:
         ModelNotFoundError: no such file, or a folder, or not a GGUF name.
@@ -20,7 +21,14 @@ def resolve_local_model(spec: str) -> Path:
     if spec == "demo":
         return demo_model_path()
     if spec.startswith("hf:"):
-        raise ModelNotFoundError(f"{spec} is a hub model; download it first (loadout pull)")
+        from engine.hub.library import find_downloaded
+
+        local = find_downloaded(spec)
+        if local is None:
+            raise ModelNotFoundError(
+                f"{spec} is not downloaded yet: run 'loadout pull {spec}' first "
+                "(loadout plan reads its header without downloading)")
+        return local
     path = Path(spec).expanduser()
     if not path.exists():
         raise ModelNotFoundError(f"no such model file: {path}")
