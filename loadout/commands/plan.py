@@ -179,4 +179,4 @@ def render(plan: Any, model: str) -> str:
 
 
 def _note(note: Any) -> str:
-    return note.code.value + "".join(f" {k}={v}" for k, v in note.numbers)
+    return str(note.code.value) + "".join(f" {k}={v}" for k, v in note.numbers)
