@@ -200,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                 old[key] = max(old[key], got[key])
     ref, ours = best["llama-server"], best["loadout"]
     result = {
+        "load_average": [round(x, 2) for x in os.getloadavg()],  # other work on the machine
         "model": model.name, "streams": args.streams, "tokens": args.tokens,
         "threads": args.threads, "rounds": args.rounds, "llama_server": ref, "loadout": ours,
         "single_ratio": ours["single_decode_tps"] / ref["single_decode_tps"],
