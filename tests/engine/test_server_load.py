@@ -66,6 +66,8 @@ def test_32_concurrent_clients_all_answered_correctly_with_flat_memory(
     before = proc.memory_info().rss
     assert _round(client, server, REQUESTS_EACH) == []
     after = proc.memory_info().rss
+    print(f"server RSS {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB after "
+          f"{CLIENTS * REQUESTS_EACH} requests from {CLIENTS} concurrent clients")
     assert after - before < RSS_GROWTH_LIMIT, f"RSS grew {(after - before) / 2**20:.1f} MiB"
     metrics = server.get_text("/metrics")
     assert 'status="503"' not in metrics and 'status="500"' not in metrics.replace(
