@@ -1201,8 +1201,8 @@
         <translation>设备</translation>
     </message>
     <message>
-        <source>In use</source>
-        <translation>已用</translation>
+        <source>Free</source>
+        <translation>空闲</translation>
     </message>
     <message>
         <source>Total</source>

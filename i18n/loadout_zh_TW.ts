@@ -1201,8 +1201,8 @@
         <translation>裝置</translation>
     </message>
     <message>
-        <source>In use</source>
-        <translation>已用</translation>
+        <source>Free</source>
+        <translation>可用</translation>
     </message>
     <message>
         <source>Total</source>

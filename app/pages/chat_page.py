@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QUrl, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
@@ -87,6 +87,9 @@ class ChatPage(QWidget):
         self.engine_label = QLabel()
         self.list_label = QLabel()
         self.conversation_list = QListWidget()
+        self.conversation_list.setHorizontalScrollBarPolicy(
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.conversation_list.currentItemChanged.connect(self._on_list_current)
         self.new_button, self.delete_button = QPushButton(), QPushButton()
         self.new_button.clicked.connect(self.new_conversation)
@@ -113,7 +116,11 @@ class ChatPage(QWidget):
         self.top_p.setSingleStep(0.05)
         self.max_tokens = QSpinBox()
         self.max_tokens.setRange(1, 1 << 20)
-        form = QFormLayout(self.settings_box)
+        self.settings_body = QWidget()
+        form = QFormLayout(self.settings_body)
+        form.setContentsMargins(0, 0, 0, 0)
+        box_layout = QVBoxLayout(self.settings_box)
+        box_layout.addWidget(self.settings_body)
         self.form_labels = [QLabel() for _ in range(4)]
         for label, field in zip(self.form_labels, (self.system_prompt, self.temperature,
                                                    self.top_p, self.max_tokens), strict=True):
@@ -139,6 +146,8 @@ class ChatPage(QWidget):
         self.send_button, self.stop_button = QPushButton(), QPushButton()
         self.regenerate_button, self.edit_button = QPushButton(), QPushButton()
         self.send_button.clicked.connect(lambda: self.send())
+        shortcut = QShortcut(QKeySequence("Ctrl+Return"), self.input)
+        shortcut.activated.connect(lambda: self.send())
         self.stop_button.clicked.connect(self.stop)
         self.regenerate_button.clicked.connect(self.regenerate)
         self.edit_button.clicked.connect(self.edit_last_question)
@@ -241,9 +250,12 @@ class ChatPage(QWidget):
                           sampling=self.sampling())
 
     def _on_settings_toggled(self, shown: bool) -> None:
-        for widget in (*self.form_labels, self.system_prompt, self.temperature, self.top_p,
-                       self.max_tokens):
-            widget.setVisible(shown)
+        self.settings_body.setVisible(shown)
+        self.settings_box.setFlat(not shown)
+        margin = 9 if shown else 0
+        layout = self.settings_box.layout()
+        if layout is not None:
+            layout.setContentsMargins(margin, margin, margin, margin)
 
     # -- asking -----------------------------------------------------------------------
     def send(self, text: str | None = None) -> bool:

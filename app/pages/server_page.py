@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -120,6 +121,7 @@ class ServerPage(QWidget):
         self.requests_box = QGroupBox()
         self.requests = QTableWidget(0, 5)
         self.requests.verticalHeader().setVisible(False)
+        self.requests.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.queued_label = QLabel()
         self.throughput = SpeedChart()
         requests = QVBoxLayout(self.requests_box)
@@ -129,6 +131,7 @@ class ServerPage(QWidget):
         self.memory_box = QGroupBox()
         self.memory = QTableWidget(0, 3)
         self.memory.verticalHeader().setVisible(False)
+        self.memory.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         QVBoxLayout(self.memory_box).addWidget(self.memory)
 
         left = QVBoxLayout()
@@ -224,13 +227,13 @@ class ServerPage(QWidget):
         self.memory.setRowCount(len(devices))
         for row, dev in enumerate(devices):
             total, free = int(dev.get("total_bytes", 0)), int(dev.get("free_bytes", 0))
-            for col, value in enumerate((str(dev.get("name", "")), fmt_bytes(total - free),
+            for col, value in enumerate((str(dev.get("name", "")), fmt_bytes(free),
                                          fmt_bytes(total))):
                 self.memory.setItem(row, col, QTableWidgetItem(value))
 
     def _slot_state(self, state: str) -> str:
         return {"idle": self.tr("idle"), "prefill": self.tr("reading the prompt"),
-                "decode": self.tr("generating")}.get(state, state)
+                "generate": self.tr("generating")}.get(state, state)
 
     def _copy(self, text: str) -> None:
         if text:
@@ -298,6 +301,6 @@ class ServerPage(QWidget):
         self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(n=0))
         self.throughput.set_caption(self.tr("decode t/s, all requests"))
         self.memory_box.setTitle(self.tr("Memory per device"))
-        self.memory.setHorizontalHeaderLabels([self.tr("Device"), self.tr("In use"),
+        self.memory.setHorizontalHeaderLabels([self.tr("Device"), self.tr("Free"),
                                                self.tr("Total")])
         self._refresh()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from tests.app.engine_window import close_window, open_window, wait_until, window_fixture
@@ -195,3 +196,21 @@ def test_engine_killed_mid_answer_shows_why_and_a_safer_retry_loads_again(
         old_spec.n_gpu_layers == 0
     result = _ask(window, QUESTION)
     assert "Paris" in result.text
+
+
+def test_screenshot_of_a_conversation_with_code_and_speeds(window: Any, tmp_path: Path
+                                                          ) -> None:
+    window.resize(1280, 800)
+    window.show_page("chat")
+    chat = window.chat
+    chat.new_conversation()
+    _ask(window, QUESTION)
+    result = _ask(window, "Write a Python function that adds two numbers, in a code block.",
+                  max_tokens=120)
+    assert result.text
+    QTest.qWait(50)
+    out = Path(os.environ.get("LOADOUT_SCREENSHOTS_DIR", tmp_path))
+    out.mkdir(parents=True, exist_ok=True)
+    image = window.grab().toImage()
+    path = out / "chat.png"
+    assert image.save(str(path)) and path.stat().st_size > 10_000

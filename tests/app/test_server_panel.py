@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -9,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.engine_launch import Binding, KeyRequiredError
@@ -100,3 +104,44 @@ def test_turning_other_devices_off_restarts_on_loopback_without_a_key(window: An
     page.serve_switch.setChecked(False)
     assert page.base_url() == ""
     assert page.local_url.text() == "Not serving."
+
+
+def test_screenshot_of_the_server_panel_serving_other_devices(window: Any, tmp_path: Path
+                                                              ) -> None:
+    window.resize(1280, 800)
+    window.show_page("server")
+    page = window.server
+    page.serve_switch.setChecked(True)
+    pid = window.engine.pid()
+    page.lan.setChecked(True)
+    wait_until(lambda: window.engine.state == "ready" and window.engine.pid() != pid,
+               what="the restart on every interface")
+    page.snippet_tabs.setCurrentIndex(1)
+    # a client streams a long answer while the panel is captured
+    client = threading.Thread(target=_long_stream, args=(page.base_url(), page.shown_key()))
+    client.start()
+    try:
+        wait_until(lambda: any(v > 0 for v in page.throughput.values()[-1:]) and
+                   page.requests.findItems("generating", Qt.MatchFlag.MatchExactly), 60,
+                   "an active request in the table")
+        QTest.qWait(1500)  # a few more points on the chart
+        out = Path(os.environ.get("LOADOUT_SCREENSHOTS_DIR", tmp_path))
+        out.mkdir(parents=True, exist_ok=True)
+        image = window.grab().toImage()
+        path = out / "server.png"
+        assert image.save(str(path)) and path.stat().st_size > 10_000
+    finally:
+        client.join(120)
+    assert not client.is_alive()
+
+
+def _long_stream(base_url: str, key: str) -> None:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=120)
+    model = client.models.list().data[0].id
+    stream = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "Tell a long story."}],
+        max_tokens=160, stream=True)
+    for _chunk in stream:
+        pass
