@@ -60,6 +60,7 @@ Name: "{autodesktop}\Loadout"; Filename: "{app}\Loadout.exe"; WorkingDir: "{app}
 Filename: "{app}\Loadout.exe"; Description: "{cm:LaunchProgram,Loadout}"; Flags: nowait postinstall skipifsilent
 
 [UninstallDelete]
-; Byte-code caches Python may write beside the app; settings and models in the user's
-; AppData folders are left alone.
-Type: filesandordirs; Name: "{app}\_internal\engines\*\llama_cpp\__pycache__"
+; The engine builds are plain Python packages: Python may write byte-code caches into
+; them at first use, which the uninstaller did not install. Settings and models in the
+; user's AppData folders are left alone.
+Type: filesandordirs; Name: "{app}\_internal\engines"
