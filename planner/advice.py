@@ -160,13 +160,13 @@ def _smaller_quant(inventory: Inventory, profile: ModelProfile, plan: Plan, quie
     if tier is None:
         return
     if plan.fits and not plan.streams_from_disk:
-        judge(Code.ADVICE_SMALLER_QUANT, replan(inventory, rescaled(profile, tier), quiet),
-              quant=tier)
+        judge(Code.ADVICE_SMALLER_QUANT,
+              replan(inventory, rescaled(profile, tier, False), quiet), quant=tier)
         return
     tiers = [t for t in LADDER if NOMINAL_BITS[t] <= NOMINAL_BITS[tier]]
     what_if = None
     for name in tiers[:5]:
-        what_if = replan(inventory, rescaled(profile, name), quiet)
+        what_if = replan(inventory, rescaled(profile, name, False), quiet)
         if what_if.fits and not what_if.streams_from_disk:
             judge(Code.ADVICE_SMALLER_QUANT, what_if, quant=name)
             return

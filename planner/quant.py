@@ -62,27 +62,30 @@ def smaller_tier(profile: ModelProfile) -> str | None:
     return None
 
 
-def rescaled(profile: ModelProfile, file_type: str) -> ModelProfile:
+def rescaled(profile: ModelProfile, file_type: str, keep_tensors: bool = True) -> ModelProfile:
     """What-if: the same model quantized to ``file_type`` (quantized tensors rescaled).
 
     F32 tensors (norms, small vectors) keep their size; every other tensor scales by the
-    ratio of nominal bits. Used by advice ("a smaller quantization would run at ...").
+    ratio of bits. Used by advice ("a smaller quantization would run at ...");
+    ``keep_tensors=False`` leaves the tensor table out (the planner prices blocks, not
+    tensors), which is much cheaper for large models.
     """
     ratio = NOMINAL_BITS[file_type] / bits_of(profile)
-
+    base = replace(profile, file_type=file_type,
+                   layers=tuple(_scaled_layer(layer, ratio) for layer in profile.layers),
+                   token_embd_bytes=int(profile.token_embd_bytes * ratio),
+                   output_bytes=int(profile.output_bytes * ratio),
+                   other_bytes=int(profile.other_bytes * ratio))
+    if not keep_tensors:
+        total = int(profile.weights_bytes * ratio)
+        return replace(base, tensors=(), file_bytes=total, quant_bytes=((file_type, total),))
     tensors = tuple(
         t if t.ggml_type == "F32" else
         TensorInfo(t.name, file_type, t.shape, int(t.nbytes * ratio), t.offset, t.layer,
                    t.kind, t.shard)
         for t in profile.tensors)
-    layers = tuple(_scaled_layer(layer, ratio) for layer in profile.layers)
-    return replace(
-        profile, file_type=file_type, tensors=tensors, layers=layers,
-        file_bytes=sum(t.nbytes for t in tensors),
-        token_embd_bytes=int(profile.token_embd_bytes * ratio),
-        output_bytes=int(profile.output_bytes * ratio),
-        other_bytes=int(profile.other_bytes * ratio),
-        quant_bytes=((file_type, sum(t.nbytes for t in tensors)),))
+    total = sum(t.nbytes for t in tensors)
+    return replace(base, tensors=tensors, file_bytes=total, quant_bytes=((file_type, total),))
 
 
 def _scaled_layer(layer: LayerProfile, ratio: float) -> LayerProfile:

@@ -25,7 +25,7 @@ from planner.placement import (
     token_loads,
 )
 from planner.profile import ModelProfile
-from planner.quant import is_iquant
+from planner.quant import bits_of, is_iquant
 from planner.request import Request
 from planner.roles import GpuRole, active
 from planner.speed import HOST, Speed, predict
@@ -59,8 +59,11 @@ class Context:
         if like is not None and like.profile is profile:
             return Context(inventory, profile, request, like.table, like.bits_per_weight,
                            like.iquant, dict(like.fixed), costs=like.costs)
-        return Context(inventory, profile, request, layer_table(profile),
-                       profile.bits_per_weight, is_iquant(profile))
+        ctx = Context(inventory, profile, request, layer_table(profile),
+                      profile.bits_per_weight or bits_of(profile), is_iquant(profile))
+        if like is not None:  # a what-if of another quantization: buffers are shape-bound
+            ctx.fixed.update(like.fixed)
+        return ctx
 
 
 @dataclass(frozen=True)
