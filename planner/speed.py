@@ -27,7 +27,16 @@ DISK = "disk"
 
 @dataclass(frozen=True)
 class SpeedConstants:
-    """The calibrated constants of the speed model (one set for every machine)."""
+    """The calibrated constants of the speed model (one set for every machine).
+
+    Which published rows mostly pin each one (``bench/data/published_speeds.csv``):
+    GPU fractions and per-layer cost: the dense full-GPU rows (8B and 70B on 3090, 4090,
+    A6000, M2 Ultra); expert efficiency: the gpt-oss rows; CPU fraction and per-core
+    rate: the CPU-only rows (7950X, HX 370, M3 Max, Epyc); CPU per-layer cost with
+    threads: the Epyc row; recurrent-layer cost: Qwen3-Next on the HX 370; i-quant
+    factors: DeepSeek-V3 IQ3_XXS with experts in RAM and Qwen3.8 IQ2_XXS on a 3080;
+    KV costs: the depth points in the rows' notes; verify cost: the MTP and draft rows.
+    """
 
     gpu_bw_fraction: float = 0.80          # of nominal VRAM bandwidth, dense weights
     metal_bw_fraction: float = 0.70        # Apple GPUs reach less of their SoC figure
