@@ -57,7 +57,17 @@ def open_window(home: Path, demo_model: Path, load: bool = True) -> Any:
                and window.state.model_path == demo_model
                and not window.runner.busy("plan"), 60, "the plan")
     assert window.plan.load_button.isEnabled()
+    window.load_seen = {"states": [], "progress": [], "bar_shown": False}
+
+    def on_state(state: str) -> None:
+        window.load_seen["states"].append(state)
+        window.load_seen["bar_shown"] |= window.load_progress.isVisible()
+
+    window.engine.sig_state_changed.connect(on_state)
+    window.engine.sig_load_progressed.connect(window.load_seen["progress"].append)
     window.plan.load_button.click()
+    assert window.load_progress.isVisible()  # the progress bar follows the load
+    assert window.status_engine.text().startswith("Engine: loading")
     wait_until(lambda: window.engine.state in ("ready", "crashed"), what="the engine")
     assert window.engine.state == "ready", window.engine.log_text()
     return window
@@ -72,10 +82,11 @@ def close_window(window: Any) -> None:
     assert window.runner.active_threads() == 0, "a worker thread leaked"
     assert QThreadPool.globalInstance().activeThreadCount() == 0
     if pid:
-        assert not _alive(pid), "the engine process was left running"
+        assert not process_alive(pid), "the engine process was left running"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
     import psutil
 
     try:

@@ -45,6 +45,23 @@ def _ask(window: Any, text: str, **sampling: Any) -> Any:
     return results[0]
 
 
+def test_the_plan_page_loaded_the_engine_following_its_progress(window: Any) -> None:
+    seen = window.load_seen
+    assert seen["states"][:2] == ["loading", "ready"]
+    assert seen["progress"][0] == 0.0 and seen["progress"][-1] == 1.0
+    assert seen["progress"] == sorted(seen["progress"])
+    assert not window.load_progress.isVisible() and window.load_progress.value() == 100
+    assert window.plan.unload_button.isVisible()
+    assert window.plan.load_button.text() == "Load again"
+    # the engine carries out the plan shown: its context and slots
+    from app.plan_view import plan_document
+
+    doc = plan_document(window.plan.last_plan)
+    spec = window.engine.spec
+    assert spec.n_seq_max == doc["parallel"] == 2
+    assert spec.n_ctx == doc["context"] * doc["parallel"]
+
+
 def test_answer_contains_paris_and_footer_shows_the_engines_four_speeds(window: Any) -> None:
     window.show_page("chat")
     window.chat.new_conversation()

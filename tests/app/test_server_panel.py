@@ -16,7 +16,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.engine_launch import Binding, KeyRequiredError
-from tests.app.engine_window import wait_until, window_fixture
+from tests.app.engine_window import process_alive, wait_until, window_fixture
 
 pytestmark = pytest.mark.slow
 
@@ -145,3 +145,16 @@ def _long_stream(base_url: str, key: str) -> None:
         max_tokens=160, stream=True)
     for _chunk in stream:
         pass
+
+
+def test_unloading_from_the_plan_page_ends_the_engine_process(window: Any) -> None:
+    pid = window.engine.pid()
+    window.plan.unload_button.click()
+    wait_until(lambda: window.engine.state == "unloaded", 30, "the unload")
+    assert window.engine.pid() is None and not process_alive(pid)
+    assert not window.banner.isVisible()  # asked for: not a crash
+    assert window.status_engine.text() == "Engine: not loaded"
+    assert not window.server.serve_switch.isEnabled()
+    assert not window.chat.send_button.isEnabled()
+    assert not window.plan.unload_button.isVisible()
+    assert window.plan.load_button.text() == "Load"
