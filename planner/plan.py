@@ -323,7 +323,11 @@ def _best_arrangement(ctx: Context, roles: tuple[GpuRole, ...], context: int) ->
             continue
         without = with_role(best.roles, h.gpu, Role.OFF, Code.ROLE_OFF_SLOWER)
         alt = _kv_choice(ctx, without, context)
-        if _score(ctx, alt) >= _score(ctx, best) * 0.98:
+        # a helper that barely speeds decode but slows prompts a lot is not worth it
+        slower_prompts = (alt.runnable and not alt.disk_bytes
+                          and best.speed.ttft_s > 1.5 * alt.speed.ttft_s
+                          and _score(ctx, best) < 1.1 * _score(ctx, alt))
+        if _score(ctx, alt) >= _score(ctx, best) * 0.98 or slower_prompts:
             best = alt
         else:
             needed = alt.disk_bytes > best.disk_bytes or alt.speed.decode_tps < \
