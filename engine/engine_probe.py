@@ -28,6 +28,7 @@ from engine.engine_select import (
     EngineBuild,
     Machine,
     activate,
+    loadout_command,
 )
 from engine.paths import paths
 
@@ -39,8 +40,8 @@ PROBE_ARG = "--engine-probe"  # the frozen launcher's hidden option
 
 def probe_command(build: EngineBuild) -> list[str]:
     """The command that probes ``build`` in a fresh process (frozen bundle or not)."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable, PROBE_ARG, str(build.folder)]
+    if getattr(sys, "frozen", False):  # the console executable: its stdout is the answer
+        return [*loadout_command(), PROBE_ARG, str(build.folder)]
     return [sys.executable, "-m", "engine.engine_probe", str(build.folder)]
 
 

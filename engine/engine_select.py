@@ -353,10 +353,13 @@ def active() -> tuple[str, str] | None:
 def loadout_command() -> list[str]:
     """How to start another ``loadout`` process (the engine process, a worker) from this one.
 
-    In a frozen bundle that is the bundle's own executable (there is no ``python -m``);
+    In a frozen bundle that is the bundle's console executable (there is no ``python -m``;
+    on Windows and macOS the windowed ``Loadout`` has ``loadout-cli`` beside it);
     elsewhere this interpreter with ``-m loadout``. The child inherits the engine build
     chosen here through ``LOADOUT_ENGINE``.
     """
     if getattr(sys, "frozen", False):
-        return [sys.executable]
+        console = Path(sys.executable).with_name(
+            "loadout-cli.exe" if sys.platform == "win32" else "loadout-cli")
+        return [str(console)] if console.is_file() else [sys.executable]
     return [sys.executable, "-m", "loadout"]

@@ -168,10 +168,12 @@ def installer() -> Path | None:
 
 
 def executable() -> Path:
-    """The console executable inside the bundle."""
+    """The console executable inside the bundle (``loadout-cli`` where case is ignored)."""
     if sys.platform == "darwin":
-        return DIST / "Loadout.app" / "Contents" / "MacOS" / APP
-    return DIST / APP / (APP + ".exe" if sys.platform == "win32" else APP)
+        return DIST / "Loadout.app" / "Contents" / "MacOS" / f"{APP}-cli"
+    if sys.platform == "win32":
+        return DIST / APP / f"{APP}-cli.exe"
+    return DIST / APP / APP
 
 
 def self_test(timeout: float = 600) -> tuple[int, str, float]:

@@ -80,8 +80,9 @@ def test_inno_setup_script_is_complete() -> None:
     assert '{group}\\Loadout"' in icons and "{uninstallexe}" in icons
     # The executables the shortcuts start are the ones the spec makes on Windows.
     spec = (PACKAGING / "loadout.spec").read_text()
-    assert 'name="Loadout"' in spec and "name=NAME" in spec and 'NAME = "loadout"' in spec
-    assert "{app}\\Loadout.exe" in icons and "{app}\\loadout.exe" in icons
+    assert 'name="Loadout"' in spec and "name=CLI" in spec and 'NAME = "loadout"' in spec
+    assert 'f"{NAME}-cli"' in spec
+    assert "{app}\\Loadout.exe" in icons and "{app}\\loadout-cli.exe" in icons
     assert re.search(r"^AppId=\{\{[0-9A-F-]{36}\}$", iss, re.M)
 
 

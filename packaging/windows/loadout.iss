@@ -3,7 +3,7 @@
 ;   iscc /DAppVersion=0.1.0 /DSourceDir=..\..\dist\loadout /O..\..\dist packaging\windows\loadout.iss
 ;
 ; packaging/build.py runs this after PyInstaller. SourceDir is the frozen bundle
-; (loadout.exe for the command line, Loadout.exe for the window, _internal\ with Python,
+; (loadout-cli.exe for the command line, Loadout.exe for the window, _internal\ with Python,
 ; Qt, the engine builds and the demo model). Installs per user by default (no admin
 ; prompt); an administrator can choose "all users". Adds Start-menu entries, an optional
 ; desktop icon and an uninstaller (Settings > Apps); user data is kept on uninstall.
@@ -52,7 +52,7 @@ Source: "{#SourceDir}\*"; DestDir: "{app}"; Flags: ignoreversion recursesubdirs 
 
 [Icons]
 Name: "{group}\Loadout"; Filename: "{app}\Loadout.exe"; WorkingDir: "{app}"; Comment: "Run local LLMs"
-Name: "{group}\Loadout self-test"; Filename: "{app}\loadout.exe"; Parameters: "--self-test"; WorkingDir: "{app}"; Comment: "Load the demo model and answer one question"
+Name: "{group}\Loadout self-test"; Filename: "{app}\loadout-cli.exe"; Parameters: "--self-test"; WorkingDir: "{app}"; Comment: "Load the demo model and answer one question"
 Name: "{group}\Uninstall Loadout"; Filename: "{uninstallexe}"
 Name: "{autodesktop}\Loadout"; Filename: "{app}\Loadout.exe"; WorkingDir: "{app}"; Tasks: desktopicon
 

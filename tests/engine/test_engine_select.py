@@ -268,6 +268,17 @@ def test_child_processes_start_the_same_program(monkeypatch: pytest.MonkeyPatch)
     assert es.loadout_command() == ["/opt/loadout/loadout"]
 
 
+def test_a_windowed_bundle_starts_children_with_its_console_executable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    windowed = tmp_path / "Loadout"
+    console = tmp_path / ("loadout-cli.exe" if sys.platform == "win32" else "loadout-cli")
+    windowed.write_text("")
+    console.write_text("")
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", str(windowed))
+    assert es.loadout_command() == [str(console)]
+
+
 @pytest.mark.slow
 def test_a_build_that_sees_no_gpu_falls_back_after_a_real_probe(tmp_path: Path) -> None:
     """An NVIDIA machine whose CUDA driver loads, but whose "cuda" build sees no GPU (here:
