@@ -3,22 +3,45 @@ safer retry. Owns the :class:`EngineProcess`; pages talk to it, never to each ot
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine_launch import Binding, launch_spec_from_plan, safer_spec
+from app.engine_launch import GIB, Binding, launch_spec_from_plan, safer_spec
 from app.engine_process import EngineProcess
+from app.plan_jobs import run_plan, with_gpu_reserve
 from app.state import AppState
+from app.workers import Job, WorkerRunner
 from engine.launch import LaunchSpec
+from planner.request import Request
 
 log = logging.getLogger(__name__)
+
+GPU_RESERVE_STEP = GIB       # more kept free on every GPU per retry
+HOST_RESERVE_STEP = 2 * GIB  # more kept free in RAM per retry
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loaded:
+    """What the running engine was loaded from (to make a safer plan of it)."""
+
+    path: Path
+    request: Request | None
+    profile: Any
 
 
 class EngineControl(QObject):
     """What the Load / Unload / Retry buttons do.
+
+    Args:
+        state: the app's shared state (model, machine, plan, settings).
+        runner: where the safer plan is made (off the UI thread).
+        binding: where the engine should listen (the server panel's choice).
+        request: the Request the plan shown was made for.
 
     Signals:
         sig_load_refused(str): nothing to load yet (no model or no plan).
@@ -26,14 +49,19 @@ class EngineControl(QObject):
 
     sig_load_refused = Signal(str)
 
-    def __init__(self, state: AppState, binding: Callable[[], Binding] | None = None,
+    def __init__(self, state: AppState, runner: WorkerRunner,
+                 binding: Callable[[], Binding] | None = None,
+                 request: Callable[[], Request | None] | None = None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._state = state
+        self._runner = runner
         self._binding = binding or Binding
+        self._request = request or (lambda: None)
         self.engine = EngineProcess(self)
-        self.n_layers = 0
         self.attempt = 0
+        self.retry_plan: Any = None
+        self._loaded: _Loaded | None = None
 
     def load_plan(self) -> bool:
         """Start the engine with the plan shown for the selected model."""
@@ -41,30 +69,64 @@ class EngineControl(QObject):
         if path is None or plan is None:
             self.sig_load_refused.emit("no_plan")
             return False
-        self.load(path, launch_spec_from_plan(path, plan))
+        self.load(path, launch_spec_from_plan(path, plan), self._request())
         return True
 
-    def load(self, path: Path, spec: LaunchSpec) -> None:
-        """Start the engine on ``path`` carrying out ``spec``."""
-        profile = self._state.profile
+    def load(self, path: Path, spec: LaunchSpec, request: Request | None = None) -> None:
+        """Start the engine on ``path`` carrying out ``spec`` (planned for ``request``)."""
         same = self._state.model_path is not None and \
             Path(self._state.model_path).resolve() == Path(path).resolve()
-        self.n_layers = int(getattr(profile, "n_layers", 0)) if same and profile else 0
+        self._loaded = _Loaded(Path(path), request, self._state.profile if same else None)
         self.attempt = 0
+        self.retry_plan = None
         self.engine.load(spec, self._binding())
 
     def retry_safer(self) -> bool:
-        """Load the last spec again, made safer once more (see :func:`safer_spec`)."""
-        spec = self.engine.spec
-        if spec is None:
+        """Load again with a safer plan: larger reserves and fewer GPU layers.
+
+        With the request and model the engine was planned from, the planner plans again
+        with the reserves raised (its plan prices and checks the result); the spec then
+        also holds fewer GPU layers and smaller batches than the one that died.
+        """
+        spec, loaded = self.engine.spec, self._loaded
+        if spec is None or loaded is None:
             return False
         self.attempt += 1
-        safer = safer_spec(spec, self.n_layers, 1)
-        log.info("retrying with a safer plan: %d GPU layers (was %d), batch %d",
-                 safer.n_gpu_layers, spec.n_gpu_layers, safer.n_batch)
+        n_layers = int(getattr(loaded.profile, "n_layers", 0) or 0)
+        safer = safer_spec(spec, n_layers, 1)
+        machine = self._state.machine()
         binding = self.engine.binding
-        self.engine.load(safer, binding)
+        if loaded.request is None or loaded.profile is None or machine is None:
+            self._start_retry(safer, binding)
+            return True
+        gpu_reserve = self._state.settings.gpu_reserve_bytes + GPU_RESERVE_STEP * self.attempt
+        inventory = with_gpu_reserve(machine, gpu_reserve)
+        request = dataclasses.replace(
+            loaded.request, n_gpu_layers=safer.n_gpu_layers, advise=False,
+            host_reserve_bytes=loaded.request.host_reserve_bytes
+            + HOST_RESERVE_STEP * self.attempt)
+        profile, path = loaded.profile, loaded.path
+
+        def replan(_job: Job) -> Any:
+            return run_plan(inventory, profile, request)
+
+        def planned(plan: Any) -> None:
+            self.retry_plan = plan
+            planned_spec = launch_spec_from_plan(path, plan)
+            self._start_retry(dataclasses.replace(
+                planned_spec, n_gpu_layers=min(planned_spec.n_gpu_layers, safer.n_gpu_layers)
+                if planned_spec.n_gpu_layers >= 0 else safer.n_gpu_layers,
+                n_batch=min(planned_spec.n_batch, safer.n_batch),
+                n_ubatch=min(planned_spec.n_ubatch, safer.n_ubatch)), binding)
+
+        self._runner.submit("safer-plan", replan, planned,
+                            on_failed=lambda _exc: self._start_retry(safer, binding))
         return True
+
+    def _start_retry(self, spec: LaunchSpec, binding: Binding) -> None:
+        log.info("retrying with a safer plan: %d GPU layers, batch %d, context %d",
+                 spec.n_gpu_layers, spec.n_batch, spec.n_ctx)
+        self.engine.load(spec, binding)
 
     def unload(self) -> None:
         """Stop the engine."""

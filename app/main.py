@@ -96,7 +96,8 @@ class MainWindow(QMainWindow):
         self.home = HomePage(self.state)
         self.models = ModelsPage(self.state, self.runner, _demo_path())
         self.plan = PlanPage(self.state, self.runner)
-        self.control = EngineControl(self.state, self._serving_binding, self)
+        self.control = EngineControl(self.state, self.runner, self._serving_binding,
+                                     lambda: self.plan.last_request, self)
         self.engine = self.control.engine
         self.chat = ChatPage(self.engine)
         self.server = ServerPage(self.engine)

@@ -206,11 +206,21 @@ def test_engine_killed_mid_answer_shows_why_and_a_safer_retry_loads_again(
     old_spec = window.engine.spec
     window.banner.retry_button.click()
     assert not window.banner.isVisible()
+    wait_until(lambda: window.engine.state == "loading", 60, "the safer plan")
     wait_until(lambda: window.engine.state in ("ready", "crashed"), what="the retry")
     assert window.engine.state == "ready", window.engine.log_text()
-    assert window.engine.spec.n_batch <= old_spec.n_batch
-    assert window.engine.spec.n_gpu_layers < max(1, old_spec.n_gpu_layers) or \
-        old_spec.n_gpu_layers == 0
+    new_spec = window.engine.spec
+    assert new_spec.n_batch < old_spec.n_batch and new_spec.n_ubatch < old_spec.n_ubatch
+    assert new_spec.n_gpu_layers >= 0 and (new_spec.n_gpu_layers < old_spec.n_gpu_layers
+                                           or old_spec.n_gpu_layers <= 0)
+    # planned again by the planner, with more memory kept free
+    from app.plan_view import plan_document
+
+    before, after = (plan_document(p) for p in (window.plan.last_plan,
+                                                  window.control.retry_plan))
+    reserve = {d["id"]: d["reserve_bytes"] for d in before["devices"]}
+    assert any(d["reserve_bytes"] > reserve[d["id"]] for d in after["devices"])
+    assert after["fits"] and new_spec.n_ctx == old_spec.n_ctx
     result = _ask(window, QUESTION)
     assert "Paris" in result.text
 
