@@ -72,6 +72,7 @@ class ChatPage(QWidget):
         self.last_error = ""
         self._loading_conversation = False
         self._closed = False
+        self._streaming: tuple[int, int] | None = None  # (conversation, message) answered
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
@@ -287,6 +288,7 @@ class ChatPage(QWidget):
         self.chart.clear()
         self._engine.poller.set_interval(LIVE_POLL_MS)
         body = {"messages": history, **self.sampling()}
+        self._streaming = (self.conversation_id, answer_id)
         self.streamer.start(endpoint, body, self.store.path, answer_id)
         self._render()
         self._refresh_buttons()
@@ -321,17 +323,22 @@ class ChatPage(QWidget):
 
     # -- streaming --------------------------------------------------------------------
     def _on_streamer_text(self, text: str) -> None:
-        if self.messages and self.messages[-1].role == "assistant":
+        # the user may have switched to another conversation meanwhile
+        streaming = self._streaming
+        if streaming and self.messages and self.messages[-1].id == streaming[1]:
             last = self.messages[-1]
             self.messages[-1] = Message(last.id, last.role, text)
             self._render()
 
     def _on_streamer_finished(self, result: StreamResult, error: str) -> None:
         self._engine.poller.set_interval(IDLE_POLL_MS)
-        self.last_error = error
-        if self.conversation_id is not None:
+        streaming, self._streaming = self._streaming, None
+        shown = streaming is not None and streaming[0] == self.conversation_id
+        self.last_error = error if shown else ""
+        if self.conversation_id is not None and not self._closed:
             self.messages = self.store.messages(self.conversation_id)
-        self.footer.setText(footer_text(result.timings))
+        if shown:
+            self.footer.setText(footer_text(result.timings))
         self._render()
         self._refresh_buttons()
         self.sig_answer_finished.emit(result)

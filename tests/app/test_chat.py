@@ -241,3 +241,28 @@ def test_screenshot_of_a_conversation_with_code_and_speeds(window: Any, tmp_path
     image = window.grab().toImage()
     path = out / "chat.png"
     assert image.save(str(path)) and path.stat().st_size > 10_000
+
+
+def test_switching_conversation_mid_answer_stops_it_and_keeps_each_apart(window: Any
+                                                                          ) -> None:
+    chat = window.chat
+    chat.new_conversation()
+    _ask(window, QUESTION)
+    first = chat.conversation_id
+    first_messages = chat.store.messages(first)
+    chat.new_conversation()
+    chat.max_tokens.setValue(2000)
+    chat.temperature.setValue(0.8)
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    chat.input.setPlainText(LONG_ASK)
+    chat.send_button.click()
+    second = chat.conversation_id
+    wait_until(lambda: len(chat.messages[-1].content) > 10 or results, 120, "text")
+    chat.open_conversation(first)  # stops the answer streaming into the second one
+    wait_until(lambda: results, 30, "the stop")
+    chat.sig_answer_finished.disconnect(results.append)
+    assert chat.conversation_id == first
+    assert chat.messages == first_messages and "Paris" in chat.transcript_text()
+    stored = chat.store.messages(second)
+    assert stored[-1].finish_reason == "cancelled" and stored[-1].content
