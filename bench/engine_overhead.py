@@ -106,7 +106,8 @@ def main() -> int:
                                   "ttft": float("inf")}
         n_prompt = 0
         for r in range(args.rounds):
-            for key, value in llama_bench(binary, path, threads).items():
+            this_round = llama_bench(binary, path, threads)
+            for key, value in this_round.items():
                 ref[key] = max(ref[key], value)
             pre = loadout_bench(args.model, threads, long_prompt, 1)
             dec = loadout_bench(args.model, threads, short_prompt, GEN_TOKENS)
@@ -115,9 +116,10 @@ def main() -> int:
             ours["ttft"] = min(ours["ttft"], pre["ttft_s"])
             ours["decode"] = max(ours["decode"], dec["decode_tps"] or 0.0)
             ours["load"] = min(ours["load"], pre["load_s"], dec["load_s"])
-            print(f"round {r + 1}: llama-bench pp512 {ref['pp512']:.1f} tg128 {ref['tg128']:.1f}"
-                  f" | loadout prefill {pre['prefill_tps']:.1f} decode {dec['decode_tps']:.1f}"
-                  f" (best so far)", file=sys.stderr, flush=True)
+            print(f"round {r + 1}: llama-bench pp512 {this_round.get('pp512', 0):.1f} tg128 "
+                  f"{this_round.get('tg128', 0):.1f} | loadout prefill "
+                  f"{pre['prefill_tps']:.1f} decode {dec['decode_tps']:.1f}",
+                  file=sys.stderr, flush=True)
     prefill_ratio = ours["prefill"] / ref["pp512"] if ref["pp512"] else 0.0
     decode_ratio = ours["decode"] / ref["tg128"] if ref["tg128"] else 0.0
     ok = prefill_ratio >= TARGET and decode_ratio >= TARGET and ours["load"] < 1.0
