@@ -254,3 +254,22 @@ def test_runtime_libraries_are_copied_beside_the_engine_with_their_own_needs(
     assert sorted(copied) == ["libtk.so.13", "libtkLt.so.13"]
     assert sorted(p.name for p in lib.iterdir() if not p.name.endswith(".c")) == [
         "libggml-gpu.so", "libtk.so.13", "libtkLt.so.13"]
+
+
+def test_the_frozen_launcher_points_the_demo_model_at_its_bundled_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_model: Path) -> None:
+    """Inside a bundle (``sys._MEIPASS``) the demo model is the copy in ``models/``, and
+    ``engine.demo`` finds it there, whatever Python packages are installed."""
+    from engine.demo import demo_model_path
+
+    (tmp_path / "models").mkdir()
+    bundled = tmp_path / "models" / launcher.DEMO_FILE
+    bundled.symlink_to(demo_model)
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    monkeypatch.setenv("LOADOUT_DEMO_MODEL", "")  # recorded, so undone after the test
+    monkeypatch.delenv("LOADOUT_DEMO_MODEL")
+    launcher._use_bundled_demo_model()
+    assert demo_model_path() == bundled
+    monkeypatch.setenv("LOADOUT_DEMO_MODEL", str(demo_model))  # the user's choice wins
+    launcher._use_bundled_demo_model()
+    assert demo_model_path() == demo_model
