@@ -260,8 +260,9 @@ def test_the_frozen_launcher_points_the_demo_model_at_its_bundled_copy(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_model: Path) -> None:
     """Inside a bundle (``sys._MEIPASS``) the demo model is the copy in ``models/``, and
     ``engine.demo`` finds it there, whatever Python packages are installed."""
-    from engine.demo import demo_model_path
+    from engine.demo import DEMO_FILE, demo_model_path
 
+    assert launcher.DEMO_FILE == DEMO_FILE == demo_model.name
     (tmp_path / "models").mkdir()
     bundled = tmp_path / "models" / launcher.DEMO_FILE
     bundled.symlink_to(demo_model)
