@@ -19,6 +19,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
+from app.engine_child import PARENT_ENV, wrapper_arguments
 from app.engine_client import Endpoint
 from app.engine_launch import (
     LOOPBACK,
@@ -97,6 +98,7 @@ class EngineProcess(QObject):
         env.insert("PYTHONPATH", os.pathsep.join(
             p for p in (root, env.value("PYTHONPATH", "")) if p))
         env.insert("PYTHONUNBUFFERED", "1")
+        env.insert(PARENT_ENV, str(os.getpid()))
         process.setProcessEnvironment(env)
         process.setWorkingDirectory(root)
         process.readyReadStandardOutput.connect(self._on_process_stdout)
@@ -110,7 +112,7 @@ class EngineProcess(QObject):
             a if a != wanted.api_key else "***" for a in args))
         self._set_state("loading")
         self.sig_load_progressed.emit(0.0)
-        process.start(python_executable(), args)
+        process.start(python_executable(), wrapper_arguments() + args)
         self.poller.start(self.endpoint, ready=False)
 
     def restart(self, binding: Binding) -> None:
