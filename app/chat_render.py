@@ -92,7 +92,7 @@ class Rendered:
     code_blocks: tuple[str, ...]
 
 
-def _with_copy_links(text: str, blocks: list[str]) -> str:
+def _with_copy_links(text: str, blocks: list[str], first: int) -> str:
     out: list[str] = []
     fence: str | None = None
     body: list[str] = []
@@ -104,21 +104,26 @@ def _with_copy_links(text: str, blocks: list[str]) -> str:
         elif fence is not None and stripped.startswith(fence):
             fence = None
             blocks.append("\n".join(body))
-            out.append(f"\n[{_tr(_COPY)}]({COPY_SCHEME}:{len(blocks) - 1})\n")
+            out.append(f"\n[{_tr(_COPY)}]({COPY_SCHEME}:{first + len(blocks) - 1})\n")
         elif fence is not None:
             body.append(line)
     return "\n".join(out)
 
 
-def render(messages: Sequence[Message], error: str = "") -> Rendered:
-    """The transcript of ``messages`` (the system prompt is not shown here)."""
+def render(messages: Sequence[Message], error: str = "", first_block: int = 0) -> Rendered:
+    """The transcript of ``messages`` (the system prompt is not shown here).
+
+    ``first_block`` numbers the copy links after those of an earlier part of the same
+    transcript (a streaming answer is rendered apart from the messages before it).
+    """
     blocks: list[str] = []
     parts: list[str] = []
     for message in messages:
         if message.role == "system":
             continue
         who = _tr(_YOU) if message.role == "user" else _tr(_ASSISTANT)
-        body = _with_copy_links(message.content, blocks) if message.role == "assistant" \
+        body = _with_copy_links(message.content, blocks, first_block) \
+            if message.role == "assistant" \
             else message.content
         parts.append(f"**{who}**\n\n{body or '…'}\n")
         if message.role == "assistant":

@@ -8,10 +8,18 @@ engine's live decode t/s (from ``/v1/loadout/status``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QUrl, Signal
-from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import (
+    QGuiApplication,
+    QKeySequence,
+    QShortcut,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
@@ -73,6 +81,8 @@ class ChatPage(QWidget):
         self._loading_conversation = False
         self._closed = False
         self._streaming: tuple[int, int] | None = None  # (conversation, message) answered
+        self._tail_start: int | None = None  # where the streaming answer starts
+        self._history_blocks: tuple[str, ...] = ()
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
@@ -328,7 +338,7 @@ class ChatPage(QWidget):
         if streaming and self.messages and self.messages[-1].id == streaming[1]:
             last = self.messages[-1]
             self.messages[-1] = Message(last.id, last.role, text)
-            self._render()
+            self._render_streaming()
 
     def _on_streamer_finished(self, result: StreamResult, error: str) -> None:
         self._engine.poller.set_interval(IDLE_POLL_MS)
@@ -355,11 +365,39 @@ class ChatPage(QWidget):
         self._refresh_buttons()
 
     def _render(self) -> None:
+        """Render the whole transcript (a conversation opened, an answer finished)."""
+        self._tail_start = None
         rendered = render(self.messages, self.last_error)
         self.code_blocks = rendered.code_blocks
+        self._show(lambda: self.transcript.setMarkdown(rendered.markdown))
+
+    def _render_streaming(self) -> None:
+        """Re-render only the answer arriving: cost grows with it, not the conversation."""
+        if self._tail_start is None:
+            history = render(self.messages[:-1])
+            self._history_blocks = history.code_blocks
+            self.transcript.setMarkdown(history.markdown)
+            cursor = QTextCursor(self.transcript.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # after the last rule
+            self._tail_start = cursor.position()
+        tail = render(self.messages[-1:], first_block=len(self._history_blocks))
+        self.code_blocks = self._history_blocks + tail.code_blocks
+        start = self._tail_start
+
+        def replace_tail() -> None:
+            cursor = QTextCursor(self.transcript.document())
+            cursor.setPosition(start)
+            cursor.movePosition(QTextCursor.MoveOperation.End,
+                                QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertMarkdown(tail.markdown)
+
+        self._show(replace_tail)
+
+    def _show(self, change: Callable[[], None]) -> None:
         bar = self.transcript.verticalScrollBar()
         at_end = bar.value() >= bar.maximum() - 4
-        self.transcript.setMarkdown(rendered.markdown)
+        change()
         if at_end:
             bar.setValue(bar.maximum())
 

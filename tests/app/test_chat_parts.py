@@ -139,3 +139,19 @@ def test_snippets_carry_the_real_url_key_and_model() -> None:
         assert "sk-loadout-abc" in text
     assert "Authorization" not in snippets("http://h/v1", None, "m")["curl"]
     compile(docs["Python"], "<snippet>", "exec")  # valid Python
+
+
+def test_a_streaming_answer_re_renders_only_itself_and_reads_as_the_whole(
+        make_window: Any) -> None:
+    chat = make_window().chat
+    history = [Message(1, "user", "code?"),
+               Message(2, "assistant", "```\nfirst\n```", TIMINGS, "stop"),
+               Message(3, "user", "more?")]
+    chat.messages = [*history, Message(4, "assistant", "Sure:\n\n```sh\necho")]
+    chat._render_streaming()
+    chat.messages[-1] = Message(4, "assistant", "Sure:\n\n```sh\necho hi\n```\n\nDone.")
+    chat._render_streaming()
+    streamed, blocks = chat.transcript_text(), chat.code_blocks
+    chat._render()
+    assert chat.transcript_text() == streamed
+    assert blocks == chat.code_blocks == ("first", "echo hi")
