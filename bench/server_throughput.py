@@ -8,7 +8,10 @@ A light asyncio client (raw HTTP/1.1, the same code for both) measures:
 - single-stream decode t/s: one streamed completion of ``--tokens`` tokens, generated
   tokens after the first / time from the first to the last streamed token;
 - aggregate decode t/s: ``--streams`` concurrent streams of ``--tokens`` tokens each,
-  (all tokens - one per stream) / (first token of any stream -> last token of all).
+  (all tokens - one per stream) / (first token of any stream -> last token of all);
+- the CPU time of ``loadout serve``'s main thread (the asyncio loop: HTTP and SSE) per
+  generated token: what the server adds on top of the engine, a figure that other work
+  on a shared machine does not distort the way it distorts speeds.
 
 The prompt is a counting sequence that greedy decoding continues for hundreds of tokens,
 so every stream really generates ``--tokens`` tokens. The best round of each side is kept
@@ -104,6 +107,17 @@ async def _measure(host: str, port: int, streams: int, tokens: int,
             "single_tokens": one.tokens, "aggregate_tokens": total}
 
 
+def _main_thread_cpu(pid: int) -> float:
+    """CPU seconds of a process's main thread: for ``loadout serve`` the event loop, i.e.
+    the HTTP / SSE work (the engine decodes on its own thread)."""
+    import psutil
+
+    for thread in psutil.Process(pid).threads():
+        if thread.id == pid:
+            return float(thread.user_time + thread.system_time)
+    return 0.0
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -187,8 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         for server in servers:
             with server:
                 asyncio.run(_measure("127.0.0.1", server.port, 1, 16, server.extra))  # warm
+                http_before = _main_thread_cpu(server.proc.pid)
                 got = asyncio.run(_measure("127.0.0.1", server.port, args.streams,
                                            args.tokens, server.extra))
+                http_cpu = _main_thread_cpu(server.proc.pid) - http_before
+                got["http_cpu_ms_per_token"] = 1000 * http_cpu / (
+                    got["single_tokens"] + got["aggregate_tokens"])
             if not args.json:
                 print(f"round {round_ + 1} {server.name:>12}: single "
                       f"{got['single_decode_tps']:7.1f} t/s decode, {args.streams} streams "
@@ -198,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
             old = best.setdefault(server.name, dict(got))
             for key in ("single_decode_tps", "aggregate_decode_tps"):
                 old[key] = max(old[key], got[key])
+            old["http_cpu_ms_per_token"] = min(old["http_cpu_ms_per_token"],
+                                               got["http_cpu_ms_per_token"])
     ref, ours = best["llama-server"], best["loadout"]
     result = {
         "load_average": [round(x, 2) for x in os.getloadavg()],  # other work on the machine
@@ -213,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"best single-stream decode: loadout {ours['single_decode_tps']:.1f} t/s vs "
               f"llama-server {ref['single_decode_tps']:.1f} t/s = "
               f"{result['single_ratio']:.2f}x (target {TARGET_SINGLE}x)")
+        print(f"loadout serve's HTTP/SSE thread: {ours['http_cpu_ms_per_token']:.3f} ms CPU "
+              f"per generated token")
         print(f"best aggregate decode ({args.streams} streams x {args.tokens} tokens): loadout "
               f"{ours['aggregate_decode_tps']:.1f} t/s vs llama-server "
               f"{ref['aggregate_decode_tps']:.1f} t/s = {result['aggregate_ratio']:.2f}x "
