@@ -94,6 +94,25 @@ def test_live_tables_show_slots_memory_and_throughput(window: Any) -> None:
     assert page.throughput.values()
 
 
+def test_a_chosen_port_restarts_the_engine_there(window: Any) -> None:
+    from app.engine_launch import free_port
+
+    page = window.server
+    page.serve_switch.setChecked(True)
+    port = free_port()
+    pid = window.engine.pid()
+    page.port.setValue(port)
+    page.port.editingFinished.emit()
+    wait_until(lambda: window.engine.state == "ready" and window.engine.pid() != pid,
+               what="the restart on the chosen port")
+    assert page.base_url().endswith(f":{port}/v1")
+    assert f":{port}/v1" in page.snippet_views["curl"].toPlainText()
+    page.port.setValue(0)
+    pid = window.engine.pid()
+    page.port.editingFinished.emit()  # "any free port": the one it has will do
+    assert window.engine.pid() == pid
+
+
 def test_turning_other_devices_off_restarts_on_loopback_without_a_key(window: Any) -> None:
     page = window.server
     pid = window.engine.pid()
