@@ -32,6 +32,14 @@ class Code(StrEnum):
     ROLE_OFF_USER = "off_user"
     ROLE_OFF_NOT_NEEDED = "off_not_needed"          # everything fits on the faster GPUs
     ROLE_DISPLAY_RESERVE = "display_reserve"        # drives a display: larger reserve
+    ROLE_OFF_SAME_HOST = "off_same_host"            # a worker on this machine: no gain
+
+    # -- RPC workers (devices behind a network link) -----------------------------------
+    SAME_HOST = "same_host"                         # worker shares this machine's cores
+    REMOTE_LAYERS = "remote_layers"                 # layers on workers, with link costs
+    REMOTE_NEEDED_FOR_FIT = "remote_needed_for_fit"
+    REMOTE_FASTER = "remote_faster"
+    REMOTE_NOT_USED = "remote_not_used"             # local devices alone are as fast
 
     # -- placement ----------------------------------------------------------------------
     ALL_ON_GPU = "all_on_gpu"

@@ -14,11 +14,13 @@ from planner.profile import ModelProfile
 from planner.request import Request
 
 if TYPE_CHECKING:
+    from planner.placement import Layout
     from planner.trials import Trial
 
 GGML_TYPE_IDS = {"f16": 1, "q4_0": 2, "q8_0": 8}
 SPLIT_MODE_NONE = 0
 SPLIT_MODE_LAYER = 1
+OUTPUT_PATTERN = "^output\\.weight$"
 EXPERT_PATTERN = "ffn_(up|down|gate_up|gate)_(ch|)exps"
 _DEVICE_PREFIX = {Backend.CUDA: "CUDA", Backend.ROCM: "ROCm", Backend.VULKAN: "Vulkan",
                   Backend.METAL: "MTL", Backend.SYCL: "SYCL", Backend.RPC: "RPC"}
@@ -69,7 +71,7 @@ def engine_params(inventory: Inventory, profile: ModelProfile, request: Request,
         last = used[-1]
         split = [float(counts[d] + (1 if d == last else 0)) for d in gpu_devs]
         if main is not None and main != last and placement.output_device == main:
-            overrides.append(["^output\\.weight$", device_name(inventory, main)])
+            overrides.append([OUTPUT_PATTERN, device_name(inventory, main)])
     if layout.expert_host_layers and used:
         overrides.insert(0, [expert_override(list(layout.expert_host_layers)), "CPU"])
     if request.tensor_split is not None:  # pinned: exactly as given
@@ -79,7 +81,14 @@ def engine_params(inventory: Inventory, profile: ModelProfile, request: Request,
     main_index = int(main[3:]) if main and main in used else (
         int(used[0][3:]) if used else 0)
     threads = inventory.host.cores
-    return {
+    remote = _remote_devices(inventory, layout, used, main, request.tensor_split is None)
+    if remote is not None:
+        rpc_workers, devices, split, main_index = remote
+        # the output follows the last device of the list unless the main one keeps it
+        overrides = [o for o in overrides if o[0] != OUTPUT_PATTERN]
+        if main_index != len(devices) - 1 and placement.output_device == main:
+            overrides.append([OUTPUT_PATTERN, devices[main_index]])
+    params: dict[str, Any] = {
         "n_ctx": trial.config.n_ctx,
         "n_seq_max": trial.config.n_seq,
         "n_batch": trial.config.n_batch,
@@ -100,3 +109,45 @@ def engine_params(inventory: Inventory, profile: ModelProfile, request: Request,
         "kv_unified": False,
         "tensor_overrides": overrides,
     }
+    if remote is not None:
+        params["devices"] = devices
+        params["rpc_workers"] = rpc_workers
+    return params
+
+
+def rpc_device_names(inventory: Inventory, rpc_workers: list[str]) -> dict[int, str]:
+    """llama.cpp's names of the devices of ``rpc_workers`` once registered in that order
+    (``RPC0``, ``RPC1`` ... numbered across workers), by GPU index."""
+    names: dict[int, str] = {}
+    for endpoint in rpc_workers:
+        for g in inventory.gpus:
+            if g.remote and g.endpoint == endpoint:
+                names[g.index] = f"RPC{len(names)}"
+    return names
+
+
+def _remote_devices(inventory: Inventory, layout: Layout, used: list[str], main: str | None,
+                    own_split: bool) -> tuple[list[str], list[str], list[float] | None, int] | None:
+    """With a worker's device in use: the workers to register, the device list in layer
+    order (workers first, local GPUs last, as llama.cpp orders them), the split in that
+    order and the main device's position in it. None when no worker's device is used."""
+    by_dev = {f"gpu{g.index}": g for g in inventory.gpus}
+    if not any(by_dev[d].remote for d in used):
+        return None
+    rpc_workers: list[str] = []
+    for g in inventory.gpus:
+        if g.remote and f"gpu{g.index}" in used and g.endpoint not in rpc_workers:
+            rpc_workers.append(g.endpoint)
+    names = rpc_device_names(inventory, rpc_workers)
+    ordered = [d for d, _, _ in layout.gpu_layers if d in used]
+    ordered += [d for d in used if d not in ordered]
+    devices = [names[by_dev[d].index] if by_dev[d].remote else device_name(inventory, d)
+               for d in ordered]
+    counts = {d: sum(1 for x in layout.placement.layer_devices if x == d) for d in ordered}
+    split: list[float] | None = [float(counts[d]) for d in ordered]
+    if split and own_split:
+        split[-1] += 1.0  # the output layer follows the last block
+    else:
+        split = None
+    main_pos = ordered.index(main) if main in ordered else len(ordered) - 1
+    return rpc_workers, devices, split, main_pos

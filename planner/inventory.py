@@ -65,6 +65,17 @@ class Gpu:
     engine_device: str = ""       # llama.cpp's name for it ("CUDA0", "Vulkan1", "MTL0")
     pci_bus_id: str = ""
     other_process_bytes: int = 0  # VRAM held by other processes when detected
+    # a device of an RPC worker (backend RPC): where it is and the network link to it
+    endpoint: str = ""            # "host:port" of the worker serving it
+    link_gbps: float = 0.0        # network bandwidth to it, GB/s
+    link_latency_s: float = 0.0   # one request/reply round trip
+    same_host: bool = False       # the worker runs on this machine (shares its cores)
+    worker_cpu: bool = False      # the worker serves its CPU and RAM as this device
+
+    @property
+    def remote(self) -> bool:
+        """True for a device behind a network link (an RPC worker's)."""
+        return self.backend == Backend.RPC
 
 
 @dataclass(frozen=True)
@@ -186,6 +197,11 @@ def _gpu(position: int, g: Mapping[str, Any]) -> Gpu:
         engine_device=str(g.get("engine_device", "")),
         pci_bus_id=str(g.get("pci_bus_id", "")),
         other_process_bytes=_int(g.get("other_process_bytes", 0), "other_process_bytes"),
+        endpoint=str(g.get("endpoint", "")),
+        link_gbps=_num(g.get("link_gbps", 0.0), "link_gbps"),
+        link_latency_s=_num(g.get("link_latency_s", 0.0), "link_latency_s"),
+        same_host=bool(g.get("same_host", False)),
+        worker_cpu=bool(g.get("worker_cpu", False)),
     )
 
 

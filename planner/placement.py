@@ -103,6 +103,7 @@ class Budget:
 
     device: str
     bytes: int
+    remote: bool = False    # an RPC worker's device: its blocks come first, as in llama.cpp
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def fill_layout(profile: ModelProfile, costs: LayerCosts, gpus: Sequence[Budget]
     room[main] -= output_device_bytes
     core = [c + k for c, k in zip(costs.core, costs.kv, strict=True)]
     full = [c + e for c, e in zip(core, costs.expert, strict=True)]
-    by_index = sorted(gpus, key=lambda b: int(b.device[3:]))
+    by_index = sorted(gpus, key=lambda b: (not b.remote, int(b.device[3:])))
     order = [b.device for b in by_index]
     caps = [max(0, room[d]) for d in order]
     if sum(full) <= sum(caps):

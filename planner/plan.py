@@ -219,6 +219,9 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
             decisions.append(Note(Code.CONTEXT_TRAIN_LIMIT, (("train", cap),)))
         elif best.context < GOOD_CONTEXT:
             warnings.append(Note(Code.CONTEXT_BELOW_32K, (("context", best.context),)))
+    remote_decisions, remote_warnings = _remote_notes(ctx, best)
+    decisions += remote_decisions
+    warnings += remote_warnings
     speed = replace(best.speed, decode_tps=best.speed.decode_tps * spec.tokens_per_step
                     / spec.step_cost, spec=spec)
     return _assemble(ctx, best, speed, decisions, warnings, exact_check)
@@ -321,7 +324,7 @@ def _best_arrangement(ctx: Context, roles: tuple[GpuRole, ...], context: int) ->
             best = replace(best, roles=with_role(best.roles, h.gpu, Role.OFF,
                                                  Code.ROLE_OFF_NOT_NEEDED))
             continue
-        without = with_role(best.roles, h.gpu, Role.OFF, Code.ROLE_OFF_SLOWER)
+        without = with_role(best.roles, h.gpu, Role.OFF, _off_code(ctx, h.gpu))
         alt = _kv_choice(ctx, without, context)
         # a helper that barely speeds decode but slows prompts a lot is not worth it
         slower_prompts = (alt.runnable and not alt.disk_bytes
@@ -335,7 +338,64 @@ def _best_arrangement(ctx: Context, roles: tuple[GpuRole, ...], context: int) ->
             best = replace(best, roles=with_role(
                 best.roles, h.gpu, Role.HELPER,
                 Code.ROLE_HELPER_NEEDED if needed else Code.ROLE_HELPER_FASTER))
+    return _local_if_as_fast(ctx, best, context)
+
+
+def _remote_gpus(ctx: Context) -> set[int]:
+    return {g.index for g in ctx.inventory.gpus if g.remote}
+
+
+def _off_code(ctx: Context, gpu: int) -> Code:
+    """Why a GPU priced away is off: a worker on this machine cannot add speed."""
+    same = any(g.index == gpu and g.remote and g.same_host for g in ctx.inventory.gpus)
+    return Code.ROLE_OFF_SAME_HOST if same else Code.ROLE_OFF_SLOWER
+
+
+def _local_if_as_fast(ctx: Context, best: Trial, context: int) -> Trial:
+    """With no local GPU a worker's device is Main: keep the model on this machine when
+    that is as fast and keeps as much off the disk."""
+    remote = _remote_gpus(ctx)
+    main = next((r for r in best.roles if r.role == Role.MAIN), None)
+    if main is None or main.gpu not in remote:
+        return best
+    roles = best.roles
+    for r in best.roles:
+        if r.gpu in remote and r.role != Role.OFF:
+            roles = with_role(roles, r.gpu, Role.OFF, _off_code(ctx, r.gpu))
+    alt = _kv_choice(ctx, roles, context)
+    if alt.runnable and alt.disk_bytes <= best.disk_bytes and \
+            _score(ctx, alt) >= _score(ctx, best) * 0.98:
+        return alt
     return best
+
+
+def _remote_notes(ctx: Context, best: Trial) -> tuple[list[Note], list[Note]]:
+    """Decisions and warnings about workers' devices: which hold layers, what their link
+    costs per token, and a worker on this machine (no speed to gain)."""
+    remote = [g for g in ctx.inventory.gpus if g.remote]
+    if not remote:
+        return [], []
+    layer_devs = set(best.layout.placement.layer_devices)
+    used = [g for g in remote if f"gpu{g.index}" in layer_devs]
+    if not used:
+        return [Note(Code.REMOTE_NOT_USED, (("workers", len({g.endpoint for g in remote})),))
+                ], []
+    by_dev = {t.device: t for t in best.speed.devices}
+    roles = {r.gpu: r for r in best.roles}
+    decisions = []
+    for g in used:
+        time = by_dev.get(f"gpu{g.index}")
+        role = roles.get(g.index)
+        why = Code.REMOTE_NEEDED_FOR_FIT if role is not None and \
+            role.reason == Code.ROLE_HELPER_NEEDED else Code.REMOTE_FASTER
+        decisions.append(Note(Code.REMOTE_LAYERS, (
+            ("gpu", g.index), ("endpoint", g.endpoint), ("why", why.value),
+            ("link_gbps", g.link_gbps), ("link_latency_ms", round(g.link_latency_s * 1e3, 3)),
+            ("device_ms_per_token", round(time.total_s * 1e3, 3) if time else 0.0),
+            ("transfer_ms_per_token", round(best.speed.transfer_s * 1e3, 3)))))
+    warnings = [Note(Code.SAME_HOST, (("gpu", g.index), ("endpoint", g.endpoint)))
+                for g in used if g.same_host]
+    return decisions, warnings
 
 
 def _grow_context(ctx: Context, best: Trial, cap: int) -> Trial:

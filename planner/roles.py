@@ -4,7 +4,8 @@ Main holds the output layer and most layers (largest free VRAM x bandwidth). A H
 another GPU whose share makes the whole faster; whether it does is priced by the planner
 (:func:`planner.plan.plan` tries with and without it). Off: GPUs under 8 GiB of usable
 memory (when another GPU is Main), GPUs whose share would slow the whole, and GPUs the
-user switched off. A GPU that drives a display keeps a larger reserve.
+user switched off. A GPU that drives a display keeps a larger reserve. Devices of RPC
+workers are GPUs behind a network link: never Main while a local GPU exists.
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ def _preference(gpus: Sequence[Gpu], order: Sequence[int] | None) -> list[Gpu]:
         by_index = {g.index: g for g in gpus}
         first = [by_index[i] for i in order if i in by_index]
         return first + [g for g in gpus if g.index not in order]
-    return sorted(gpus, key=lambda g: (-gpu_score(g), g.index))
+    # a worker's device is Main only when there is no local GPU: the output layer and
+    # the logits stay on this machine, as llama.cpp puts local devices last
+    return sorted(gpus, key=lambda g: (g.remote, -gpu_score(g), g.index))
 
 
 def with_role(roles: Sequence[GpuRole], gpu: int, role: Role, reason: Code) -> tuple[GpuRole,

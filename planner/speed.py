@@ -65,6 +65,8 @@ class SpeedConstants:
     ngram_acceptance: tuple[tuple[str, float], ...] = (
         ("code", 0.45), ("agent", 0.45), ("math", 0.20), ("chat", 0.15), ("creative", 0.05))
     usable_decode_tps: float = 5.0
+    rpc_graph_s: float = 150e-6            # an RPC worker's graph call, besides the link
+    worker_threads: int = 8                # a worker CPU's threads when not this machine's
 
 
 CONSTANTS = SpeedConstants()
@@ -208,6 +210,8 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
     """Seconds one decoded token spends on ``load.device``."""
     gpu = gpu_of(inventory, load.device)
     disk_s = load.disk_bytes / disk_bandwidth(inventory, c) if load.disk_bytes else 0.0
+    if gpu is not None and gpu.remote:
+        return _remote_time(inventory, gpu, load, c)
     if gpu is not None:
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
@@ -221,6 +225,42 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
                       load.kv_bytes * c.cpu_kv_cost / bw, overhead, disk_s)
 
 
+def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
+                 c: SpeedConstants) -> DeviceTime:
+    """A worker's device: its own reads, plus one synchronous graph call per token (the
+    link's round trip); a worker serving its CPU is priced as a CPU."""
+    call_s = gpu.link_latency_s + c.rpc_graph_s
+    if not gpu.worker_cpu:
+        bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
+        return DeviceTime(load.device, load.weight_bytes / bw,
+                          load.expert_bytes / (bw * c.gpu_expert_efficiency),
+                          load.kv_bytes * c.gpu_kv_cost / bw,
+                          load.layers * c.gpu_layer_s + call_s, 0.0)
+    threads = worker_threads(inventory, gpu, c)
+    bw = min(gpu.bandwidth_gbps * GB * c.cpu_bw_fraction, threads * c.cpu_core_gbps * GB)
+    bw /= c.cpu_iq_factor if load.iquant else 1.0
+    per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
+    overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
+    return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
+                      load.kv_bytes * c.cpu_kv_cost / bw, overhead + call_s, 0.0)
+
+
+def worker_threads(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> int:
+    """Threads a worker's CPU computes with (this machine's cores when it runs here)."""
+    return inventory.host.cores if gpu.same_host else c.worker_threads
+
+
+def link_bytes_per_s(gpu: Gpu | None) -> float | None:
+    """Bytes/s of the link activations cross to reach ``gpu`` (None: no link priced)."""
+    if gpu is None:
+        return None
+    if gpu.remote:
+        return gpu.link_gbps * GB if gpu.link_gbps > 0 else None
+    if gpu.pcie_gbps > 0 and not gpu.unified_memory:
+        return gpu.pcie_gbps * GB
+    return None
+
+
 def transfer_time(inventory: Inventory, hops: Sequence[tuple[str, str]], n_embd: int,
                   tokens: int = 1, c: SpeedConstants = CONSTANTS) -> float:
     """Seconds spent moving activations between devices (one entry per hop)."""
@@ -229,9 +269,9 @@ def transfer_time(inventory: Inventory, hops: Sequence[tuple[str, str]], n_embd:
         counts[hop] = counts.get(hop, 0) + 1
     total = 0.0
     for (a, b), n in counts.items():
-        links = [g.pcie_gbps for g in (gpu_of(inventory, a), gpu_of(inventory, b))
-                 if g is not None and g.pcie_gbps > 0 and not g.unified_memory]
-        link = min(links) * GB if links else 0.0
+        links = [x for x in (link_bytes_per_s(gpu_of(inventory, a)),
+                             link_bytes_per_s(gpu_of(inventory, b))) if x]
+        link = min(links) if links else 0.0
         total += n * (c.hop_s + (n_embd * 4 * tokens / link if link else 0.0))
     return total
 
@@ -316,12 +356,16 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
                            n_ubatch: int, c: SpeedConstants = CONSTANTS
                            ) -> tuple[tuple[str, float], ...]:
     """Seconds per prompt token per device (compute-bound; host weights cross PCIe)."""
-    gpus = [g for g in inventory.gpus if any(ld.device == f"gpu{g.index}" for ld in loads)]
+    gpus = [g for g in inventory.gpus if any(ld.device == f"gpu{g.index}" for ld in loads)
+            and not g.remote]
     out: list[tuple[str, float]] = []
     for load in loads:
         gpu = gpu_of(inventory, load.device)
         disk = load.disk_stored_bytes / disk_bandwidth(inventory, c) / n_ubatch
-        if gpu is not None:
+        if gpu is not None and gpu.worker_cpu:
+            cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9
+            out.append((load.device, load.flops / cores))
+        elif gpu is not None:
             out.append((load.device, load.flops / gpu_flops(gpu, c) + disk))
         elif gpus:
             # llama.cpp copies host-resident weights to the GPU for big batches

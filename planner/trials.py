@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 
-from planner.inventory import Inventory
+from planner.inventory import Gpu, Inventory
 from planner.memory import DeviceMemory, MemoryConfig, Placement, estimate
 from planner.placement import (
     Budget,
@@ -89,6 +89,11 @@ class Trial:
         return self.speed.decode_tps * KV_QUALITY[self.kv_type] * ok
 
 
+def layer_order(inventory: Inventory) -> list[Gpu]:
+    """GPUs in the order llama.cpp splits layers over them: workers' devices first."""
+    return sorted(inventory.gpus, key=lambda g: (not g.remote, g.index))
+
+
 def host_budget(inventory: Inventory, request: Request) -> int:
     """RAM the model may use: available minus the desktop reserve."""
     return max(0, inventory.host.ram_available_bytes - request.host_reserve_bytes)
@@ -160,7 +165,7 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
     budgets = {g.device: g.budget_bytes for g in gpus}
     fixed = _fixed(ctx, config, gpus)
     if request.pins_placement:
-        layout = pinned_layout(profile, [f"gpu{g.index}" for g in inventory.gpus
+        layout = pinned_layout(profile, [f"gpu{g.index}" for g in layer_order(inventory)
                                          if any(a.gpu == g.index for a in gpus)],
                                gpus[0].device if gpus else HOST, request.n_gpu_layers,
                                request.n_cpu_moe, request.tensor_split)
@@ -169,7 +174,9 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
                     + ctx.extra.get(g.device, 0) for g in gpus}
         output = profile.output_bytes + (profile.token_embd_bytes if profile.tied_output
                                          else 0)  # a tied output is copied to the GPU
-        layout = fill_layout(profile, costs, [Budget(g.device, budgets[g.device])
+        remote = {f"gpu{g.index}" for g in inventory.gpus if g.remote}
+        layout = fill_layout(profile, costs, [Budget(g.device, budgets[g.device],
+                                                     g.device in remote)
                                               for g in gpus], overhead, output)
     memory = (tuple(estimate(profile, config, layout.placement)) if exact_memory
               else _quick_memory(ctx, costs, layout, fixed))
