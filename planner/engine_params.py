@@ -81,7 +81,7 @@ def engine_params(inventory: Inventory, profile: ModelProfile, request: Request,
     main_index = int(main[3:]) if main and main in used else (
         int(used[0][3:]) if used else 0)
     threads = inventory.host.cores
-    remote = _remote_devices(inventory, layout, used, main, request.tensor_split is None)
+    remote = _remote_devices(inventory, layout, used, main)
     if remote is not None:
         rpc_workers, devices, split, main_index = remote
         # the output follows the last device of the list unless the main one keeps it
@@ -126,11 +126,12 @@ def rpc_device_names(inventory: Inventory, rpc_workers: list[str]) -> dict[int, 
     return names
 
 
-def _remote_devices(inventory: Inventory, layout: Layout, used: list[str], main: str | None,
-                    own_split: bool) -> tuple[list[str], list[str], list[float] | None, int] | None:
+def _remote_devices(inventory: Inventory, layout: Layout, used: list[str], main: str | None
+                    ) -> tuple[list[str], list[str], list[float], int] | None:
     """With a worker's device in use: the workers to register, the device list in layer
     order (workers first, local GPUs last, as llama.cpp orders them), the split in that
-    order and the main device's position in it. None when no worker's device is used."""
+    order (block counts) and the main device's position in it. None when no worker's
+    device is used."""
     by_dev = {f"gpu{g.index}": g for g in inventory.gpus}
     if not any(by_dev[d].remote for d in used):
         return None
@@ -144,10 +145,8 @@ def _remote_devices(inventory: Inventory, layout: Layout, used: list[str], main:
     devices = [names[by_dev[d].index] if by_dev[d].remote else device_name(inventory, d)
                for d in ordered]
     counts = {d: sum(1 for x in layout.placement.layer_devices if x == d) for d in ordered}
-    split: list[float] | None = [float(counts[d]) for d in ordered]
-    if split and own_split:
-        split[-1] += 1.0  # the output layer follows the last block
-    else:
-        split = None
+    # block counts (a pinned split too: the layout mirrors what llama.cpp makes of it)
+    split = [float(counts[d]) for d in ordered]
+    split[-1] += 1.0  # the output layer follows the last block
     main_pos = ordered.index(main) if main in ordered else len(ordered) - 1
     return rpc_workers, devices, split, main_pos
