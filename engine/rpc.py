@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import ipaddress
 import logging
+import math
 import socket
 import struct
 import time
@@ -29,6 +30,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 50052
 # Wire protocol (ggml-rpc.cpp): request = cmd u8 | size u64 | data; reply = size u64 | data.
+_CMD_ALLOC_BUFFER = 0
+_CMD_GET_ALIGNMENT = 1
+_CMD_GET_MAX_SIZE = 2
+_CMD_BUFFER_GET_BASE = 3
+_CMD_FREE_BUFFER = 4
+_CMD_SET_TENSOR = 6
 _CMD_GET_DEVICE_MEMORY = 11
 _CMD_HELLO = 14
 _CMD_DEVICE_COUNT = 15
@@ -52,6 +59,13 @@ class RemoteDevice:
     index: int
     free_bytes: int
     total_bytes: int
+    alignment: int = 0       # of its buffers (a CPU's are 32 bytes, CUDA's 128)
+    max_size: int = 0        # largest buffer (a CPU's is unlimited: 2^64 - 1)
+
+    @property
+    def looks_like_cpu(self) -> bool:
+        """True when the worker serves a CPU (32-byte alignment, unlimited buffers)."""
+        return self.alignment == 32 and self.max_size >= (1 << 63)
 
 
 @dataclass(frozen=True)
@@ -138,14 +152,16 @@ def probe_worker(endpoint: str, timeout_s: float = 3.0) -> WorkerProbe:
             version = f"{major}.{minor}.{patch}"
             if major != _PROTO_MAJOR:
                 return WorkerProbe(endpoint, True, version=version, reason="version")
-            t0 = time.perf_counter()
             (count,) = struct.unpack("<I", _call(sock, _CMD_DEVICE_COUNT, b"", 4))
-            latency = time.perf_counter() - t0
+            latency = min(_timed_sync(sock) for _ in range(3))  # the least disturbed
             devices = []
             for index in range(min(count, 16)):
+                dev = struct.pack("<I", index)
                 free, total = struct.unpack(
-                    "<QQ", _call(sock, _CMD_GET_DEVICE_MEMORY, struct.pack("<I", index), 16))
-                devices.append(RemoteDevice(endpoint, index, free, total))
+                    "<QQ", _call(sock, _CMD_GET_DEVICE_MEMORY, dev, 16))
+                (align,) = struct.unpack("<Q", _call(sock, _CMD_GET_ALIGNMENT, dev, 8))
+                (max_size,) = struct.unpack("<Q", _call(sock, _CMD_GET_MAX_SIZE, dev, 8))
+                devices.append(RemoteDevice(endpoint, index, free, total, align, max_size))
         except TimeoutError:
             return WorkerProbe(endpoint, False, reason="busy")
         except (ConnectionError, ValueError, struct.error) as exc:
@@ -156,6 +172,98 @@ def probe_worker(endpoint: str, timeout_s: float = 3.0) -> WorkerProbe:
              (time.perf_counter() - started) * 1e3)
     return WorkerProbe(endpoint, True, latency_s=latency, version=version,
                        devices=tuple(devices))
+
+
+class _RpcTensor(ctypes.Structure):
+    """``rpc_tensor`` of ggml-rpc.cpp (packed; GGML_MAX_DIMS 4, MAX_SRC 10, MAX_NAME 64)."""
+
+    _pack_ = 1
+    _fields_ = [("id", ctypes.c_uint64), ("type", ctypes.c_uint32),
+                ("buffer", ctypes.c_uint64), ("ne", ctypes.c_uint32 * 4),
+                ("nb", ctypes.c_uint32 * 4), ("op", ctypes.c_uint32),
+                ("op_params", ctypes.c_int32 * 16), ("flags", ctypes.c_int32),
+                ("src", ctypes.c_uint64 * 10), ("view_src", ctypes.c_uint64),
+                ("view_offs", ctypes.c_uint64), ("data", ctypes.c_uint64),
+                ("name", ctypes.c_char * 64), ("use_count", ctypes.c_int32)]
+
+
+@dataclass(frozen=True)
+class LinkMeasure:
+    """Bandwidth and round trip to a worker, measured with the worker's own protocol."""
+
+    endpoint: str
+    gbps: float          # 10^9 bytes per second, one way (main -> worker)
+    round_trip_s: float
+    bytes_sent: int
+
+
+def measure_link(endpoint: str, device: int = 0, size_bytes: int = 4 << 20,
+                 rounds: int = 3, timeout_s: float = 3.0) -> LinkMeasure | None:
+    """Time copies of ``size_bytes`` into a scratch buffer on one of the worker's devices.
+
+    The buffer is allocated, written ``rounds`` times (SET_TENSOR, then a small
+    synchronous call so the copy is known to have arrived) and freed; the best round
+    counts. Bounded by ``timeout_s`` per call; returns None when the worker does not
+    take part (busy, refused, too little memory, another protocol version).
+    """
+    host, port = parse_endpoint(endpoint)
+    size_bytes = max(4096, size_bytes // 4 * 4)
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+    except OSError:
+        return None
+    with sock:
+        sock.settimeout(timeout_s)
+        try:
+            hello = _call(sock, _CMD_HELLO, bytes(_CAPS_SIZE), 4 + _CAPS_SIZE)
+            if hello[0] != _PROTO_MAJOR:
+                return None
+            rtt = min(_timed_sync(sock) for _ in range(3))
+            ptr, got = struct.unpack("<QQ", _call(
+                sock, _CMD_ALLOC_BUFFER, struct.pack("<IQ", device, size_bytes), 16))
+            if not ptr or got < size_bytes:
+                return None
+            try:
+                (base,) = struct.unpack("<Q", _call(sock, _CMD_BUFFER_GET_BASE,
+                                                    struct.pack("<Q", ptr), 8))
+                payload = _set_tensor_payload(ptr, base, size_bytes)
+                best = math.inf
+                for _ in range(max(1, rounds)):
+                    t0 = time.perf_counter()
+                    sock.sendall(struct.pack("<BQ", _CMD_SET_TENSOR, len(payload)))
+                    sock.sendall(payload)
+                    _timed_sync(sock)
+                    best = min(best, time.perf_counter() - t0)
+            finally:
+                sock.sendall(struct.pack("<BQ", _CMD_FREE_BUFFER, 8) + struct.pack("<Q", ptr))
+                _timed_sync(sock)
+        except (TimeoutError, ConnectionError, ValueError, struct.error) as exc:
+            log.info("link to worker %s not measured: %s", endpoint, exc)
+            return None
+    seconds = max(best - rtt, 1e-6)
+    return LinkMeasure(endpoint, size_bytes / seconds / 1e9, rtt, size_bytes)
+
+
+def _timed_sync(sock: socket.socket) -> float:
+    """One DEVICE_COUNT round trip (the worker answers in order: everything sent before
+    it has been handled when it returns); its seconds."""
+    t0 = time.perf_counter()
+    _call(sock, _CMD_DEVICE_COUNT, b"", 4)
+    return time.perf_counter() - t0
+
+
+def _set_tensor_payload(buffer: int, base: int, size: int) -> bytes:
+    """``rpc_tensor | cache_flag u8 | offset u64 | data``: an f32 vector filling the buffer."""
+    t = _RpcTensor()
+    t.id = 1
+    t.type = 0  # GGML_TYPE_F32
+    t.buffer = buffer
+    n = size // 4
+    t.ne[:] = [n, 1, 1, 1]
+    t.nb[:] = [4, size, size, size]
+    t.data = base
+    t.name = b"loadout_link_probe"
+    return bytes(t) + struct.pack("<BQ", 0, 0) + bytes(size)
 
 
 @cache

@@ -37,8 +37,6 @@ class Code(StrEnum):
     # -- RPC workers (devices behind a network link) -----------------------------------
     SAME_HOST = "same_host"                         # worker shares this machine's cores
     REMOTE_LAYERS = "remote_layers"                 # layers on workers, with link costs
-    REMOTE_NEEDED_FOR_FIT = "remote_needed_for_fit"
-    REMOTE_FASTER = "remote_faster"
     REMOTE_NOT_USED = "remote_not_used"             # local devices alone are as fast
 
     # -- placement ----------------------------------------------------------------------

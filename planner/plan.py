@@ -386,11 +386,13 @@ def _remote_notes(ctx: Context, best: Trial) -> tuple[list[Note], list[Note]]:
     for g in used:
         time = by_dev.get(f"gpu{g.index}")
         role = roles.get(g.index)
-        why = Code.REMOTE_NEEDED_FOR_FIT if role is not None and \
-            role.reason == Code.ROLE_HELPER_NEEDED else Code.REMOTE_FASTER
+        reason = role.reason if role is not None else None
+        why = {Code.ROLE_HELPER_NEEDED: "needed_for_fit", Code.ROLE_HELPER_USER: "user",
+               Code.ROLE_MAIN_USER: "user"}.get(reason, "faster") if reason else "faster"
         decisions.append(Note(Code.REMOTE_LAYERS, (
-            ("gpu", g.index), ("endpoint", g.endpoint), ("why", why.value),
-            ("link_gbps", g.link_gbps), ("link_latency_ms", round(g.link_latency_s * 1e3, 3)),
+            ("gpu", g.index), ("endpoint", g.endpoint), ("why", why),
+            ("link_gbps", round(g.link_gbps, 3)),
+            ("link_latency_ms", round(g.link_latency_s * 1e3, 3)),
             ("device_ms_per_token", round(time.total_s * 1e3, 3) if time else 0.0),
             ("transfer_ms_per_token", round(best.speed.transfer_s * 1e3, 3)))))
     warnings = [Note(Code.SAME_HOST, (("gpu", g.index), ("endpoint", g.endpoint)))

@@ -81,7 +81,7 @@ def candidate_roles(inventory: Inventory, request: Request) -> tuple[GpuRole, ..
         main_index = next((g.index for g in order
                            if forced[gpus.index(g)] != Role.OFF), None)
     if main_index is None and not request.roles:
-        main_index = order[0].index
+        main_index = next((g.index for g in order if not (g.remote and g.same_host)), None)
     for position, gpu in enumerate(gpus):
         reserve = reserve_for(gpu)
         budget = max(0, gpu.free_bytes - reserve)
@@ -94,6 +94,9 @@ def candidate_roles(inventory: Inventory, request: Request) -> tuple[GpuRole, ..
             role, reason = Role.OFF, Code.ROLE_OFF_USER
         elif user == Role.HELPER:
             role, reason = Role.HELPER, Code.ROLE_HELPER_USER
+        elif gpu.remote and gpu.same_host:
+            # its memory and cores are this machine's, already counted: nothing to gain
+            role, reason = Role.OFF, Code.ROLE_OFF_SAME_HOST
         elif budget < MIN_HELPER_BYTES:
             role, reason = Role.OFF, Code.ROLE_OFF_SMALL
         else:

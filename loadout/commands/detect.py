@@ -21,6 +21,10 @@ def register(sub: Any) -> None:
                    help="measure bandwidths again instead of using the cached figures")
     p.add_argument("--no-measure", action="store_true",
                    help="measure nothing new; figures not cached yet are nominal")
+    p.add_argument("--workers", default=None, metavar="HOST:PORT,...",
+                   help="also list the devices of these RPC workers ('loadout worker')")
+    p.add_argument("--link-gbps", type=float, default=None,
+                   help="network bandwidth to the workers in GB/s (default: measured)")
     p.add_argument("--models", action="append", type=Path, metavar="DIR",
                    help="a folder models are read from (repeatable; default: Loadout's)")
 
@@ -31,6 +35,11 @@ def run(args: argparse.Namespace) -> int:
 
     inventory = detect(model_dirs=args.models, measure=not args.no_measure,
                        remeasure=args.remeasure)
+    if args.workers:
+        from engine.hardware.workers import add_workers
+
+        endpoints = [w.strip() for w in args.workers.split(",") if w.strip()]
+        inventory = add_workers(inventory, endpoints, link_gbps=args.link_gbps)
     if args.json:
         json.dump(inventory.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -86,7 +95,11 @@ def describe(doc: dict[str, Any]) -> str:
         where = f"{g['backend']}" + (f", {g['engine_device']}" if g.get("engine_device") else "")
         extras = [f"{g['bandwidth_gbps']:.0f} GB/s "
                   f"({_source('bandwidth_gbps', g['measured'], g['notes'])})"]
-        if not g["unified_memory"]:
+        if g.get("endpoint"):
+            how = "measured" if "link_gbps" in g["measured"] else "nominal"
+            extras.append(f"network link to {g['endpoint']} {g['link_gbps']:.3f} GB/s "
+                          f"({how}), {g['link_latency_s'] * 1e3:.2f} ms round trip")
+        elif not g["unified_memory"]:
             extras.append(f"link {g['pcie_gbps']:.1f} GB/s")
         if g["tflops_fp16"]:
             extras.append(f"{g['tflops_fp16']:.0f} TFLOPS FP16")

@@ -43,6 +43,10 @@ def register(sub: Any) -> None:
     p.add_argument("--roles", default=None, help="main,helper,off,... one per GPU")
     p.add_argument("--gpu-order", default=None,
                    help="GPU indices by preference, e.g. 1,0: the first is the Main")
+    p.add_argument("--workers", default=None, metavar="HOST:PORT,...",
+                   help="RPC workers ('loadout worker') whose devices the plan may use")
+    p.add_argument("--link-gbps", type=float, default=None,
+                   help="network bandwidth to the workers in GB/s (default: measured)")
     p.add_argument("--rope-scaling", action="store_true",
                    help="allow a context beyond the training context")
     p.add_argument("--no-advice", action="store_true", help="skip the what-if advice")
@@ -60,10 +64,25 @@ def _profile(spec: str) -> Any:
     return load_profile(resolve_local_model(spec))
 
 
-def _inventory(rig: str | None) -> Any:
+def _inventory(rig: str | None, workers: str | None = None,
+               link_gbps: float | None = None) -> Any:
     from engine.rig_file import inventory_for
 
-    return inventory_for(rig)
+    inventory = inventory_for(rig)
+    endpoints = worker_list(workers)
+    if endpoints:
+        from engine.hardware.workers import add_workers
+
+        inventory = add_workers(inventory, endpoints, link_gbps=link_gbps)
+        for note in inventory.notes:
+            if note.startswith("worker_unreachable:"):
+                log.warning("worker left out of the plan: %s", note.split(":", 1)[1])
+    return inventory
+
+
+def worker_list(text: str | None) -> list[str]:
+    """``HOST:PORT,HOST:PORT`` as a list (empty entries dropped)."""
+    return [w.strip() for w in (text or "").split(",") if w.strip()]
 
 
 def build_request(args: argparse.Namespace) -> Any:
@@ -91,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     from planner.plan import plan
     from planner.quant import choose
 
-    inventory = _inventory(args.rig)
+    inventory = _inventory(args.rig, getattr(args, "workers", None),
+                           getattr(args, "link_gbps", None))
     try:
         request = build_request(args)
     except ValueError as exc:
@@ -175,6 +195,8 @@ def render(plan: Any, model: str) -> str:
     lines.append(f"Engine: n_gpu_layers={e['n_gpu_layers']} tensor_split={e['tensor_split']} "
                  f"main_gpu={e['main_gpu']} n_ctx={e['n_ctx']} type_k/v={p.kv_type} "
                  f"overrides={len(e['tensor_overrides'])}")
+    if e.get("rpc_workers"):
+        lines.append(f"  devices={e['devices']} rpc_workers={e['rpc_workers']}")
     return "\n".join(lines)
 
 
