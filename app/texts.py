@@ -80,6 +80,21 @@ DEVICE_KINDS: dict[str, str] = {
 # Reason and warning codes of the planner (planner/codes.py) as sentences. Values in
 # braces come from the code's own fields.
 CODE_SENTENCES: dict[str, str] = {
+    "off_same_host": QT_TRANSLATE_NOOP(
+        "Codes", "It is a worker on this same machine: it would add no speed."),
+    "same_host": QT_TRANSLATE_NOOP(
+        "Codes", "GPU {gpu} ({endpoint}) is a worker on this same machine: it shares this "
+                 "machine's cores and memory bandwidth."),
+    "remote_layers": QT_TRANSLATE_NOOP(
+        "Codes", "Some layers run on GPU {gpu} at {endpoint}, over a {link_gbps} GB/s link "
+                 "({link_latency_ms} ms latency): {transfer_ms_per_token} ms of transfers per "
+                 "token."),
+    "remote_needed_for_fit": QT_TRANSLATE_NOOP(
+        "Codes", "The model needs the remote GPU to fit."),
+    "remote_faster": QT_TRANSLATE_NOOP(
+        "Codes", "The remote GPU makes it faster despite the network link."),
+    "remote_not_used": QT_TRANSLATE_NOOP(
+        "Codes", "The {workers} remote workers are not used: this machine alone is as fast."),
     "fits": QT_TRANSLATE_NOOP("Codes", "Everything fits in GPU memory and RAM."),
     "fits_with_disk_streaming": QT_TRANSLATE_NOOP(
         "Codes", "It fits only by reading part of the model from disk while it runs: expect a big slowdown."),  # noqa: E501

@@ -286,6 +286,30 @@
         <translation>磁盘</translation>
     </message>
     <message>
+        <source>It is a worker on this same machine: it would add no speed.</source>
+        <translation>它是这台机器上的工作节点：不会带来提速。</translation>
+    </message>
+    <message>
+        <source>GPU {gpu} ({endpoint}) is a worker on this same machine: it shares this machine&apos;s cores and memory bandwidth.</source>
+        <translation>GPU {gpu}（{endpoint}）是这台机器上的工作节点：它与本机共享 CPU 核心和内存带宽。</translation>
+    </message>
+    <message>
+        <source>Some layers run on GPU {gpu} at {endpoint}, over a {link_gbps} GB/s link ({link_latency_ms} ms latency): {transfer_ms_per_token} ms of transfers per token.</source>
+        <translation>部分层在 {endpoint} 的 GPU {gpu} 上运行，经由 {link_gbps} GB/s 的链路（延迟 {link_latency_ms} ms）：每个 token 传输耗时 {transfer_ms_per_token} ms。</translation>
+    </message>
+    <message>
+        <source>The model needs the remote GPU to fit.</source>
+        <translation>模型需要远程 GPU 才能放下。</translation>
+    </message>
+    <message>
+        <source>The remote GPU makes it faster despite the network link.</source>
+        <translation>尽管有网络链路开销，远程 GPU 仍能提速。</translation>
+    </message>
+    <message>
+        <source>The {workers} remote workers are not used: this machine alone is as fast.</source>
+        <translation>未使用 {workers} 个远程工作节点：仅本机就同样快。</translation>
+    </message>
+    <message>
         <source>Everything fits in GPU memory and RAM.</source>
         <translation>全部放得下显存和内存。</translation>
     </message>

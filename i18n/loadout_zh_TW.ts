@@ -286,6 +286,30 @@
         <translation>磁碟</translation>
     </message>
     <message>
+        <source>It is a worker on this same machine: it would add no speed.</source>
+        <translation>它是這台機器上的工作節點：不會帶來提速。</translation>
+    </message>
+    <message>
+        <source>GPU {gpu} ({endpoint}) is a worker on this same machine: it shares this machine&apos;s cores and memory bandwidth.</source>
+        <translation>GPU {gpu}（{endpoint}）是這台機器上的工作節點：它與本機共用 CPU 核心和記憶體頻寬。</translation>
+    </message>
+    <message>
+        <source>Some layers run on GPU {gpu} at {endpoint}, over a {link_gbps} GB/s link ({link_latency_ms} ms latency): {transfer_ms_per_token} ms of transfers per token.</source>
+        <translation>部分層在 {endpoint} 的 GPU {gpu} 上執行，經由 {link_gbps} GB/s 的連結（延遲 {link_latency_ms} ms）：每個 token 傳輸耗時 {transfer_ms_per_token} ms。</translation>
+    </message>
+    <message>
+        <source>The model needs the remote GPU to fit.</source>
+        <translation>模型需要遠端 GPU 才能放下。</translation>
+    </message>
+    <message>
+        <source>The remote GPU makes it faster despite the network link.</source>
+        <translation>儘管有網路連結開銷，遠端 GPU 仍能提速。</translation>
+    </message>
+    <message>
+        <source>The {workers} remote workers are not used: this machine alone is as fast.</source>
+        <translation>未使用 {workers} 個遠端工作節點：僅本機就同樣快。</translation>
+    </message>
+    <message>
         <source>Everything fits in GPU memory and RAM.</source>
         <translation>全部放得進顯示記憶體與記憶體。</translation>
     </message>

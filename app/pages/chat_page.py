@@ -8,18 +8,10 @@ engine's live decode t/s (from ``/v1/loadout/status``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QUrl, Signal
-from PySide6.QtGui import (
-    QGuiApplication,
-    QKeySequence,
-    QShortcut,
-    QTextBlockFormat,
-    QTextCharFormat,
-    QTextCursor,
-)
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
@@ -32,17 +24,17 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSpinBox,
     QSplitter,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
-from app.chat_render import COPY_SCHEME, footer_text, render, speed_figures
+from app.chat_render import footer_text, speed_figures
 from app.chat_store import DEFAULT_SAMPLING, ChatStore, Message
 from app.chat_streamer import ChatStreamer
 from app.engine_client import Endpoint, StreamResult
 from app.engine_process import EngineProcess
 from app.widgets.speed_chart import SpeedChart
+from app.widgets.transcript import TranscriptView
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +68,10 @@ class ChatPage(QWidget):
         self.streamer = ChatStreamer(self)
         self.conversation_id: int | None = None
         self.messages: list[Message] = []
-        self.code_blocks: tuple[str, ...] = ()
         self.last_error = ""
         self._loading_conversation = False
         self._closed = False
         self._streaming: tuple[int, int] | None = None  # (conversation, message) answered
-        self._tail_start: int | None = None  # where the streaming answer starts
-        self._history_blocks: tuple[str, ...] = ()
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
@@ -142,9 +131,7 @@ class ChatPage(QWidget):
         for box in (self.temperature, self.top_p, self.max_tokens):
             box.valueChanged.connect(self._save_settings)
 
-        self.transcript = QTextBrowser()
-        self.transcript.setOpenLinks(False)
-        self.transcript.anchorClicked.connect(self._on_transcript_link)
+        self.transcript = TranscriptView()
         self.chart = SpeedChart()
         self.footer = QLabel()
         self.footer.setObjectName("chatFooter")
@@ -365,50 +352,15 @@ class ChatPage(QWidget):
         self._refresh_buttons()
 
     def _render(self) -> None:
-        """Render the whole transcript (a conversation opened, an answer finished)."""
-        self._tail_start = None
-        rendered = render(self.messages, self.last_error)
-        self.code_blocks = rendered.code_blocks
-        self._show(lambda: self.transcript.setMarkdown(rendered.markdown))
+        self.transcript.show_messages(self.messages, self.last_error)
 
     def _render_streaming(self) -> None:
-        """Re-render only the answer arriving: cost grows with it, not the conversation."""
-        if self._tail_start is None:
-            history = render(self.messages[:-1])
-            self._history_blocks = history.code_blocks
-            self.transcript.setMarkdown(history.markdown)
-            cursor = QTextCursor(self.transcript.document())
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # after the last rule
-            self._tail_start = cursor.position()
-        tail = render(self.messages[-1:], first_block=len(self._history_blocks))
-        self.code_blocks = self._history_blocks + tail.code_blocks
-        start = self._tail_start
+        self.transcript.show_streaming(self.messages)
 
-        def replace_tail() -> None:
-            cursor = QTextCursor(self.transcript.document())
-            cursor.setPosition(start)
-            cursor.movePosition(QTextCursor.MoveOperation.End,
-                                QTextCursor.MoveMode.KeepAnchor)
-            cursor.insertMarkdown(tail.markdown)
-
-        self._show(replace_tail)
-
-    def _show(self, change: Callable[[], None]) -> None:
-        bar = self.transcript.verticalScrollBar()
-        at_end = bar.value() >= bar.maximum() - 4
-        change()
-        if at_end:
-            bar.setValue(bar.maximum())
-
-    def _on_transcript_link(self, url: QUrl) -> None:
-        if url.scheme() != COPY_SCHEME:
-            return
-        try:
-            block = self.code_blocks[int(url.path())]
-        except (ValueError, IndexError):
-            return
-        QGuiApplication.clipboard().setText(block)
+    @property
+    def code_blocks(self) -> tuple[str, ...]:
+        """The code blocks of the transcript (what its copy links copy)."""
+        return self.transcript.code_blocks
 
     def transcript_text(self) -> str:
         """The transcript as plain text (what the user reads)."""

@@ -89,7 +89,7 @@ def test_the_copy_link_puts_the_block_on_the_clipboard(make_window: Any) -> None
     chat.reload_conversations()
     chat.open_conversation(conv)
     assert chat.code_blocks == ("echo hello",)
-    chat._on_transcript_link(QUrl("copy:0"))
+    chat.transcript.follow_link(QUrl("copy:0"))
     assert QGuiApplication.clipboard().text() == "echo hello"
     assert "echo hello" in chat.transcript_text()
     assert not chat.send_button.isEnabled()  # no engine loaded

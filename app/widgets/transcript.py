@@ -1,0 +1,78 @@
+"""The chat transcript: Markdown with a copy link under each code block.
+
+A streaming answer re-renders only itself: the messages before it are rendered once, and
+each update replaces the text after them, so an update costs what the answer costs, not
+what the whole conversation costs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from app.chat_render import COPY_SCHEME, render
+from app.chat_store import Message
+
+log = logging.getLogger(__name__)
+
+
+class TranscriptView(QTextBrowser):
+    """Shows a conversation; ``code_blocks`` are the blocks its copy links refer to."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.anchorClicked.connect(self.follow_link)
+        self.code_blocks: tuple[str, ...] = ()
+        self._tail_start: int | None = None  # where the streaming answer starts
+        self._history_blocks: tuple[str, ...] = ()
+
+    def show_messages(self, messages: Sequence[Message], error: str = "") -> None:
+        """Render the whole conversation (opened, or an answer finished)."""
+        self._tail_start = None
+        rendered = render(messages, error)
+        self.code_blocks = rendered.code_blocks
+        self._keep_scrolled(lambda: self.setMarkdown(rendered.markdown))
+
+    def show_streaming(self, messages: Sequence[Message]) -> None:
+        """Show ``messages`` whose last one is still arriving (re-renders only that one)."""
+        if self._tail_start is None:
+            history = render(messages[:-1])
+            self._history_blocks = history.code_blocks
+            self.setMarkdown(history.markdown)
+            cursor = QTextCursor(self.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # after the last rule
+            self._tail_start = cursor.position()
+        tail = render(messages[-1:], first_block=len(self._history_blocks))
+        self.code_blocks = self._history_blocks + tail.code_blocks
+        start = self._tail_start
+
+        def replace_tail() -> None:
+            cursor = QTextCursor(self.document())
+            cursor.setPosition(start)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertMarkdown(tail.markdown)
+
+        self._keep_scrolled(replace_tail)
+
+    def follow_link(self, url: QUrl) -> None:
+        """A copy link puts its code block on the clipboard."""
+        if url.scheme() != COPY_SCHEME:
+            return
+        try:
+            block = self.code_blocks[int(url.path())]
+        except (ValueError, IndexError):
+            return
+        QGuiApplication.clipboard().setText(block)
+
+    def _keep_scrolled(self, change: Callable[[], None]) -> None:
+        bar = self.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 4
+        change()
+        if at_end:
+            bar.setValue(bar.maximum())
