@@ -966,6 +966,10 @@
         <translation>此计划没有建议。</translation>
     </message>
     <message>
+        <source>This plan does not fit: change the request to load it.</source>
+        <translation>此计划放不下：请修改请求后再加载。</translation>
+    </message>
+    <message>
         <source>Load again</source>
         <translation>重新加载</translation>
     </message>

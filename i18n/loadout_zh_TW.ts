@@ -966,6 +966,10 @@
         <translation>此計畫沒有建議。</translation>
     </message>
     <message>
+        <source>This plan does not fit: change the request to load it.</source>
+        <translation>此計畫放不下：請修改請求後再載入。</translation>
+    </message>
+    <message>
         <source>Load again</source>
         <translation>重新載入</translation>
     </message>

@@ -350,8 +350,12 @@ class PlanPage(QWidget):
 
     def _refresh_load_buttons(self) -> None:
         running = self._engine_state in ("loading", "ready")
-        self.load_button.setEnabled(self.last_plan is not None and
-                                    self._engine_state != "stopping")
+        fits = self.last_plan is not None and bool(
+            plan_document(self.last_plan).get("fits", False))
+        self.load_button.setEnabled(fits and self._engine_state != "stopping")
+        self.load_button.setToolTip(
+            self.tr("Start the engine with this plan, then chat or serve it.") if fits
+            else self.tr("This plan does not fit: change the request to load it."))
         self.load_button.setText(self.tr("Load again") if running else self.tr("Load"))
         self.unload_button.setVisible(running)
 
@@ -451,8 +455,6 @@ class PlanPage(QWidget):
         self.whatif_button.setText(self.tr("What if…"))
         self.back_button.setText(self.tr("Back to this machine"))
         self.load_button.setText(self.tr("Load"))
-        self.load_button.setToolTip(self.tr("Start the engine with this plan, then chat or "
-                                            "serve it."))
         self.unload_button.setText(self.tr("Unload"))
         self.unload_button.setToolTip(self.tr("Stop the engine: frees all its memory."))
         self._refresh_load_buttons()

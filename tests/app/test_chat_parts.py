@@ -155,3 +155,20 @@ def test_a_streaming_answer_re_renders_only_itself_and_reads_as_the_whole(
     chat._render()
     assert chat.transcript_text() == streamed
     assert blocks == chat.code_blocks == ("first", "echo hi")
+
+
+def test_a_plan_that_does_not_fit_cannot_be_loaded(make_window: Any, sparse_70b: Path,
+                                                   qtbot: Any) -> None:
+    from app.plan_view import plan_document
+    from planner.inventory import Inventory
+    from tests.app.conftest import rig_doc
+
+    doc = rig_doc([])
+    doc["host"].update(ram_total_bytes=4 << 30, ram_available_bytes=3 << 30)
+    doc["disks"] = []
+    window = make_window(Inventory.from_json(doc))  # 4 GiB of RAM: a 70B cannot run
+    with qtbot.waitSignal(window.plan.sig_plan_shown, timeout=30000):
+        window.select_model(sparse_70b)
+    assert plan_document(window.plan.last_plan)["fits"] is False
+    assert not window.plan.load_button.isEnabled()
+    assert "does not fit" in window.plan.load_button.toolTip()
