@@ -363,3 +363,24 @@ def serve_worker(host: str, port: int, device_names: list[str] | None = None,
                 host, port, ", ".join(wanted))
     _rpc_lib().ggml_backend_rpc_start_server(
         endpoint, cache_dir.encode() if cache_dir else None, n_threads, len(handles), array)
+
+
+def device_handles(names: list[str]) -> Any:
+    """A NULL-terminated ``ggml_backend_dev_t`` array of these devices, for
+    ``llama_model_params.devices`` (keep it alive as long as the load uses it).
+
+    llama.cpp uses a worker's registered devices only when a load names them this way.
+
+    Raises:
+        WorkerError: a name the engine does not know (a worker not registered yet).
+    """
+    from engine.ggml_devices import _lib as ggml_lib
+
+    lib = ggml_lib()
+    handles = []
+    for name in names:
+        dev = lib.ggml_backend_dev_by_name(name.encode())
+        if not dev:
+            raise WorkerError(f"no engine device {name!r} (is its worker registered?)")
+        handles.append(dev)
+    return (ctypes.c_void_p * (len(handles) + 1))(*handles, None)
