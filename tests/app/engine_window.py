@@ -103,5 +103,7 @@ def window_fixture(home: Path, demo_model: Path) -> Iterator[Any]:
         yield window
     finally:
         close_window(window)
-        if previous is not None:
+        if previous is None:
+            os.environ.pop("LOADOUT_HOME", None)
+        else:
             os.environ["LOADOUT_HOME"] = previous
