@@ -90,9 +90,9 @@ def _routes(ctx: GenContext) -> list[Route]:
         calls: tuple[toolcalls.ToolCall, ...] = ()
         if parsed.tools:
             content, calls = toolcalls.parse_tool_calls(text, parsed.tools)
-        return _json(docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id, content,
-                                      calls, last.finish_reason, last.metrics,
-                                      last.loop_guard))
+        return _json(docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id,
+                                        content, calls, last.finish_reason, last.metrics,
+                                        last.loop_guard))
 
     async def completions(request: Request) -> Response:
         body = await _read_json(request)
@@ -104,8 +104,9 @@ def _routes(ctx: GenContext) -> list[Route]:
         text, last = await gen.collect(request)
         if parsed.echo:
             text = (parsed.generation.prompt or "") + text
-        return _json(docs.completion_response(docs.new_id("cmpl"), gen.created, served.id, text,
-                                            last.finish_reason, last.metrics, last.loop_guard))
+        return _json(docs.completion_response(docs.new_id("cmpl"), gen.created, served.id,
+                                              text, last.finish_reason, last.metrics,
+                                              last.loop_guard))
 
     async def metrics(request: Request) -> Response:
         return PlainTextResponse(ctx.metrics.render(),

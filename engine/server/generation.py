@@ -107,9 +107,9 @@ class Generation:
 
         try:
             ok, result = await sse.race_disconnect(drain(), request.receive, self.handle.cancel)
-        finally:
-            if not self.handle.done:
-                self.handle.cancel()
+        except BaseException:  # shutdown or a bug: the request must not keep its slot
+            self.close()
+            raise
         if not ok:
             self.finished(None)
             raise ApiError(499, "client closed the request", code="client_closed")
@@ -149,11 +149,11 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
     holding = bool(tools)
     parts: list[str] = []
     last: Chunk | None = None
-    content_event = sse.DeltaEvents(docs.chat_chunk(rid, created, model,
-                                                  {"content": sse.DeltaEvents.PLACEHOLDER}))
+    content_event = sse.DeltaEvents(docs.chat_chunk(
+        rid, created, model, {"content": sse.DeltaEvents.PLACEHOLDER}))
     try:
         yield sse.encode_event(docs.chat_chunk(rid, created, model,
-                                             {"role": "assistant", "content": ""}))
+                                               {"role": "assistant", "content": ""}))
         async for chunk in gen.handle:
             last = chunk
             if chunk.text:
@@ -178,9 +178,9 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
             if calls:
                 deltas = [{"index": i, **c.to_json()} for i, c in enumerate(calls)]
                 yield sse.encode_event(docs.chat_chunk(rid, created, model,
-                                                     {"tool_calls": deltas}))
+                                                       {"tool_calls": deltas}))
         final = docs.chat_chunk(rid, created, model, {},
-                              docs.finish_reason(last.finish_reason, bool(calls)))
+                                docs.finish_reason(last.finish_reason, bool(calls)))
         final["usage"] = docs.usage_json(last.metrics)
         final["timings"] = docs.timings_json(last.metrics, last.loop_guard)
         yield sse.encode_event(final)
