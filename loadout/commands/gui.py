@@ -19,13 +19,14 @@ def has_display() -> bool:
 def run(args: argparse.Namespace) -> int:
     if not has_display():
         print("loadout: no display found (DISPLAY / WAYLAND_DISPLAY unset), so the desktop "
-              "app cannot open; starting a terminal chat with the demo model instead.",
+              "app cannot open; serving the demo model over the OpenAI-compatible API "
+              "instead. Chat with it from another terminal: loadout chat demo, or any "
+              "OpenAI client at the URL below. Ctrl-C stops it.",
               file=sys.stderr, flush=True)
-        from loadout.commands import chat
+        from loadout.cli import build_parser
+        from loadout.commands import serve
 
-        chat_args = argparse.Namespace(model="demo", ctx=4096, max_tokens=512,
-                                       temperature=0.7, system=None, prompt=None)
-        return chat.run(chat_args)
+        return serve.run(build_parser().parse_args(["serve", "demo"]))
     from app.main import run_app
 
     return run_app([sys.argv[0]])
