@@ -207,7 +207,10 @@ class ServerPage(QWidget):
         self._refresh()
 
     def _on_engine_ready(self, _endpoint: object) -> None:
-        self._refresh()
+        if self.serve_switch.isChecked():
+            self.apply()  # the switches may have moved while it was loading
+        else:
+            self._refresh()
 
     def _on_engine_status(self, status: dict[str, Any]) -> None:
         engine = status.get("engine") or {}
