@@ -60,15 +60,22 @@ def _text(raw: bytes | None) -> str:
 
 def engine_devices() -> list[EngineDevice]:
     """Every device of the engine build, CPU included, with its free/total memory."""
-    lib = _lib()
+    return _enumerate(_lib())
+
+
+def _enumerate(lib: Any) -> list[EngineDevice]:
     devices: list[EngineDevice] = []
     for i in range(int(lib.ggml_backend_dev_count())):
         dev = lib.ggml_backend_dev_get(i)
+        name = _text(lib.ggml_backend_dev_name(dev))
         free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
-        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        # Asking an RPC device for its memory talks to its worker, and ggml aborts the
+        # whole process when that worker has gone; engine.rpc.probe_worker asks safely.
+        if not name.startswith("RPC"):
+            lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
         devices.append(EngineDevice(
             index=i,
-            name=_text(lib.ggml_backend_dev_name(dev)),
+            name=name,
             description=_text(lib.ggml_backend_dev_description(dev)),
             kind=DEVICE_TYPES.get(int(lib.ggml_backend_dev_type(dev)), "unknown"),
             free_bytes=int(free.value),
@@ -143,14 +150,4 @@ def engine_devices_quick() -> list[EngineDevice]:
         lib = _bare_lib()
     except OSError:
         return engine_devices()
-    devices: list[EngineDevice] = []
-    for i in range(int(lib.ggml_backend_dev_count())):
-        dev = lib.ggml_backend_dev_get(i)
-        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
-        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
-        devices.append(EngineDevice(
-            index=i, name=_text(lib.ggml_backend_dev_name(dev)),
-            description=_text(lib.ggml_backend_dev_description(dev)),
-            kind=DEVICE_TYPES.get(int(lib.ggml_backend_dev_type(dev)), "unknown"),
-            free_bytes=int(free.value), total_bytes=int(total.value)))
-    return devices
+    return _enumerate(lib)

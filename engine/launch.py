@@ -63,6 +63,11 @@ class LaunchSpec:
     swa_full: bool = False
     kv_unified: bool = False
     tensor_overrides: tuple[tuple[str, str], ...] = ()
+    # llama.cpp device names to split layers over, in order (empty: llama.cpp's default
+    # of every local GPU); RPC devices of remote workers are named here explicitly.
+    devices: tuple[str, ...] = ()
+    # RPC workers (HOST:PORT) whose devices are registered before the load.
+    rpc_workers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -135,6 +140,8 @@ def _coerce(key: str, value: Any) -> Any:
         return tuple(float(x) for x in (value or ()))
     if key == "tensor_overrides":
         return tuple((str(p), str(d)) for p, d in (value or ()))
+    if key in ("devices", "rpc_workers"):
+        return tuple(str(x) for x in (value or ()))
     if key in ("type_k", "type_v"):
         if isinstance(value, int):
             return GGML_TYPE_IDS.get(value, str(value))

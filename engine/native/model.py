@@ -119,6 +119,10 @@ def model_params(spec: LaunchSpec, progress: Callable[[float], bool] | None) -> 
         split = (ctypes.c_float * n_max)(*spec.tensor_split[:n_max])
         keep.append(split)
         params.tensor_split = split
+    if spec.devices:
+        devices = device_list(spec.devices, spec.rpc_workers)
+        keep.append(devices)
+        params.devices = ctypes.cast(devices, ctypes.c_void_p)
     if spec.tensor_overrides:
         overrides = tensor_overrides(spec.tensor_overrides)
         keep.append(overrides)
@@ -135,6 +139,53 @@ def model_params(spec: LaunchSpec, progress: Callable[[float], bool] | None) -> 
         keep.append(callback)
         params.progress_callback = callback
     return ModelParams(params=params, keep=keep)
+
+
+def device_list(names: tuple[str, ...], rpc_workers: tuple[str, ...]) -> ctypes.Array[Any]:
+    """A NULL-terminated ``ggml_backend_dev_t`` array of the named devices.
+
+    The devices of ``rpc_workers`` are registered first (a bounded probe of each; an
+    unreachable worker raises :class:`engine.rpc.WorkerError`), since llama.cpp only uses
+    RPC devices it is handed explicitly.
+
+    Raises:
+        ModelLoadError: a named device does not exist in this process.
+    """
+    from engine.ggml_devices import _lib as ggml
+    from engine.ggml_devices import engine_devices
+    from engine.rpc import register_worker
+
+    remote: dict[str, list[str]] = {}
+    for endpoint in rpc_workers:
+        remote[endpoint] = register_worker(endpoint)
+    lib = ggml()
+    handles = []
+    for name in _expand_remote(names, remote):
+        dev = lib.ggml_backend_dev_by_name(name.encode())
+        if not dev:
+            have = ", ".join(d.name for d in engine_devices())
+            raise ModelLoadError(f"the engine has no device {name!r} (it has: {have})")
+        handles.append(dev)
+    return (ctypes.c_void_p * (len(handles) + 1))(*handles, None)
+
+
+def _expand_remote(names: tuple[str, ...], remote: dict[str, list[str]]) -> list[str]:
+    # A worker's devices may be named by its address ("HOST:PORT": all of them,
+    # "HOST:PORT#i": its i-th), since llama.cpp numbers RPC devices in registration order.
+    out: list[str] = []
+    for name in names:
+        endpoint, _, index = name.partition("#")
+        if endpoint in remote:
+            devs = remote[endpoint]
+            if index:
+                if not index.isdigit() or int(index) >= len(devs):
+                    raise ModelLoadError(f"worker {endpoint} has no device #{index}")
+                out.append(devs[int(index)])
+            else:
+                out.extend(devs)
+        else:
+            out.append(name)
+    return out
 
 
 def tensor_overrides(pairs: tuple[tuple[str, str], ...]) -> ctypes.Array[Any]:
