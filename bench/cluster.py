@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,10 @@ def start_workers(n: int, threads: int) -> tuple[list[str], list[subprocess.Pope
     return endpoints, procs
 
 
-def generate(model_path: str, engine: dict[str, Any], tokens: int,
-             threads: int) -> dict[str, Any]:
-    """Load with the plan's engine parameters (devices included) and decode greedily."""
+def generate(model_path: str, engine: dict[str, Any], tokens: int, threads: int,
+             on_token: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Load with the plan's engine parameters (devices included) and decode greedily;
+    ``on_token(n)`` is called after the n-th token."""
     import llama_cpp
     import numpy as np
 
@@ -123,6 +125,8 @@ def generate(model_path: str, engine: dict[str, Any], tokens: int,
         if llama_cpp.llama_vocab_is_eog(vocab, tok):
             break
         out.append(tok)
+        if on_token is not None:
+            on_token(len(out))
         k = llama_cpp.llama_token_to_piece(vocab, tok, piece, 64, 0, False)
         pieces.append(piece.raw[:max(0, k)])
         one = (llama_cpp.llama_token * 1)(tok)

@@ -365,6 +365,24 @@ def serve_worker(host: str, port: int, device_names: list[str] | None = None,
         endpoint, cache_dir.encode() if cache_dir else None, n_threads, len(handles), array)
 
 
+# What the engine build prints before aborting when a worker vanishes mid-request.
+_LOST_MARKERS = ("Remote RPC server crashed or returned malformed response",
+                 "RPC transport initialization failed", "RPC handshake failed")
+
+
+def worker_lost(log_tail: str, rpc_workers: list[str]) -> WorkerError | None:
+    """The clear error for an engine process that ended because a worker went away
+    (ggml-rpc aborts the process), read from the end of its log; None otherwise."""
+    for marker in _LOST_MARKERS:
+        if marker in log_tail:
+            named = [w for w in rpc_workers if w in log_tail]
+            who = ", ".join(named or rpc_workers) or "an RPC worker"
+            return WorkerError(
+                f"the engine stopped: worker {who} went away or stopped answering "
+                f"({marker.lower()}). Plan again without it, or restart it.")
+    return None
+
+
 def device_handles(names: list[str]) -> Any:
     """A NULL-terminated ``ggml_backend_dev_t`` array of these devices, for
     ``llama_model_params.devices`` (keep it alive as long as the load uses it).
