@@ -139,3 +139,21 @@ def test_a_hand_written_worker_entry_in_a_rig_file() -> None:
     inv = Inventory.from_json(doc)
     g = inv.gpus[1]
     assert g.remote and g.endpoint == "box:50052" and g.bandwidth_gbps > 500
+
+
+def test_a_same_host_worker_never_counts_as_more_memory() -> None:
+    # its RAM is this machine's RAM: a model too big for it is not "fitted" by the worker
+    worker = remote("CPU", 16, 40.0, "127.0.0.1:50052", link_gbps=10.0, latency_s=50e-6,
+                    cpu=True, same_host=True)
+    p = plan(rig(worker, ram_gib=16, ram_bw=40.0), S.build(S.LLAMA3_70B, "Q4_K_M"), QUIET)
+    assert "gpu0" not in p.layout.placement.layer_devices  # type: ignore[union-attr]
+    assert _roles(p)[0] == (Role.OFF, Code.ROLE_OFF_SAME_HOST)
+    assert p.streams_from_disk
+
+
+def test_a_remote_only_main_is_used_when_this_machine_cannot_hold_the_model() -> None:
+    worker = remote("RTX 3090", 24, 936, "10.0.0.2:50052")
+    p = plan(rig(worker, ram_gib=8, ram_bw=40.0), S.build(S.LLAMA3_8B, "Q4_K_M"), QUIET)
+    layers = p.layout.placement.layer_devices  # type: ignore[union-attr]
+    assert p.fits and set(layers) == {"gpu0"}
+    assert p.engine["devices"] == ["RPC0"] and p.engine["rpc_workers"] == ["10.0.0.2:50052"]
