@@ -66,6 +66,9 @@ class SpeedConstants:
         ("code", 0.45), ("agent", 0.45), ("math", 0.20), ("chat", 0.15), ("creative", 0.05))
     usable_decode_tps: float = 5.0
     rpc_graph_s: float = 150e-6            # an RPC worker's graph call, besides the link
+    rpc_layer_s: float = 150e-6            # per block a worker computes: its graph is sent,
+    #   checked and scheduled there each token (bench/cluster.py: +5.8 ms per token for
+    #   30 blocks over two loopback CPU workers against the same model local)
     worker_threads: int = 8                # a worker CPU's threads when not this machine's
 
 
@@ -229,7 +232,7 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
                  c: SpeedConstants) -> DeviceTime:
     """A worker's device: its own reads, plus one synchronous graph call per token (the
     link's round trip); a worker serving its CPU is priced as a CPU."""
-    call_s = gpu.link_latency_s + c.rpc_graph_s
+    call_s = gpu.link_latency_s + c.rpc_graph_s + load.layers * c.rpc_layer_s
     if not gpu.worker_cpu:
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
