@@ -67,8 +67,9 @@ class SpeedConstants:
     usable_decode_tps: float = 5.0
     rpc_graph_s: float = 150e-6            # an RPC worker's graph call, besides the link
     rpc_layer_s: float = 150e-6            # per block a worker computes: its graph is sent,
-    #   checked and scheduled there each token (bench/cluster.py: +5.8 ms per token for
-    #   30 blocks over two loopback CPU workers against the same model local)
+    #   checked and scheduled there each token. A first estimate, not yet calibrated:
+    #   bench/cluster.py on a loaded 2-core machine gave +5.8 ms per token for 30 blocks
+    #   over two loopback CPU workers in one run and -14 ms in another (noise dominates)
     worker_threads: int = 8                # a worker CPU's threads when not this machine's
 
 
