@@ -37,6 +37,8 @@ class Code(StrEnum):
     # -- RPC workers (devices behind a network link) -----------------------------------
     SAME_HOST = "same_host"                         # worker shares this machine's cores
     REMOTE_LAYERS = "remote_layers"                 # layers on workers, with link costs
+    REMOTE_NEEDED_FOR_FIT = "remote_needed_for_fit"  # (kept: the note's "why" says this)
+    REMOTE_FASTER = "remote_faster"
     REMOTE_NOT_USED = "remote_not_used"             # local devices alone are as fast
 
     # -- placement ----------------------------------------------------------------------
