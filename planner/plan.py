@@ -387,8 +387,9 @@ def _remote_notes(ctx: Context, best: Trial) -> tuple[list[Note], list[Note]]:
         time = by_dev.get(f"gpu{g.index}")
         role = roles.get(g.index)
         reason = role.reason if role is not None else None
-        why = {Code.ROLE_HELPER_NEEDED: "needed_for_fit", Code.ROLE_HELPER_USER: "user",
-               Code.ROLE_MAIN_USER: "user"}.get(reason, "faster") if reason else "faster"
+        why = {Code.ROLE_HELPER_NEEDED: Code.REMOTE_NEEDED_FOR_FIT.value,
+               Code.ROLE_HELPER_USER: "user", Code.ROLE_MAIN_USER: "user"}.get(
+            reason, Code.REMOTE_FASTER.value) if reason else Code.REMOTE_FASTER.value
         decisions.append(Note(Code.REMOTE_LAYERS, (
             ("gpu", g.index), ("endpoint", g.endpoint), ("why", why),
             ("link_gbps", round(g.link_gbps, 3)),

@@ -47,7 +47,7 @@ def test_a_model_too_big_for_one_pc_puts_layers_on_a_workers_gpu() -> None:
     assert p.predicted.decode_tps > alone.predicted.decode_tps
     note = _notes(p, Code.REMOTE_LAYERS)[0]
     assert note["endpoint"] == "10.0.0.2:50052" and note["link_gbps"] == TEN_GBE
-    assert note["why"] == "needed_for_fit"
+    assert note["why"] == Code.REMOTE_NEEDED_FOR_FIT
 
 
 def test_engine_params_name_the_workers_devices_in_layer_order() -> None:
