@@ -61,6 +61,12 @@ EXPLANATIONS: dict[str, str] = {
                                "one is used",
     "engine_ram_mismatch": "the engine and the system disagree on the RAM size",
     "gpu_disappeared": "this GPU is gone since detection: it is left out",
+    # -- RPC workers ----------------------------------------------------------------------
+    "worker_unreachable": "an RPC worker could not be used (refused, timed out or busy) "
+                          "and was left out",
+    "link_nominal": "the network link to this worker was not measured: a typical figure "
+                    "is used",
+    "same_host": "this worker runs on this same machine: it adds no memory or speed",
     # -- disks ----------------------------------------------------------------------------
     "folder_missing": "the model folder does not exist",
     "models_folder_unusable": "Loadout's models folder cannot be created (check "
