@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
+from engine.speculative import SPEC_MODES
+
 log = logging.getLogger(__name__)
 
 SPLIT_MODES = ("none", "layer", "row")
@@ -68,6 +70,9 @@ class LaunchSpec:
     devices: tuple[str, ...] = ()
     # RPC workers (HOST:PORT) whose devices are registered before the load.
     rpc_workers: tuple[str, ...] = ()
+    # speculative decoding for requests that do not choose: "off" | "ngram"
+    spec_mode: str = "off"
+    draft_tokens: int = 8
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -77,6 +82,10 @@ class LaunchSpec:
         for name in ("type_k", "type_v"):
             if getattr(self, name) not in KV_TYPES:
                 raise ValueError(f"{name} must be one of {KV_TYPES}")
+        if self.spec_mode not in SPEC_MODES:
+            raise ValueError(f"spec_mode must be one of {SPEC_MODES}, not {self.spec_mode!r}")
+        if self.draft_tokens < 0:
+            raise ValueError("draft_tokens must not be negative")
         if self.n_ctx < 1 or self.n_seq_max < 1 or self.n_batch < 1 or self.n_ubatch < 1:
             raise ValueError("n_ctx, n_seq_max, n_batch and n_ubatch must be positive")
 

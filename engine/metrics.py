@@ -29,6 +29,7 @@ class RequestTimer:
     drafted_tokens: int = 0
     accepted_tokens: int = 0
     decode_steps: int = 0
+    speculation: str | None = None  # the mode, or why it turned off (None: not asked)
 
     def prefill_started(self) -> None:
         self.prefill_start = time.perf_counter()
@@ -68,7 +69,7 @@ class RequestTimer:
                        generated_tokens=self.generated_tokens, prefill_s=prefill_s,
                        drafted_tokens=self.drafted_tokens,
                        accepted_tokens=self.accepted_tokens, acceptance=acceptance,
-                       tokens_per_step=per_step)
+                       tokens_per_step=per_step, speculation=self.speculation)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class Metrics:
     accepted_tokens: int = 0
     acceptance: float | None = None
     tokens_per_step: float | None = None
+    speculation: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

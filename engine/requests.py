@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.metrics import Metrics
+from engine.speculative import SPEC_MODES
 
 FINISH_REASONS = ("stop", "length", "loop", "cancelled", "error")
 LOOP_GUARD_MODES = ("stop", "retry", "off")
@@ -38,12 +39,19 @@ class SamplingParams:
     grammar: str | None = None
     loop_guard: str = "stop"
     ignore_eos: bool = False  # benchmarks: always generate max_tokens
+    # speculative decoding: "off" | "ngram"; None takes the engine's LaunchSpec setting
+    spec_mode: str | None = None
+    draft_tokens: int | None = None  # drafts per step (None: the engine's setting)
 
     def __post_init__(self) -> None:
         if self.loop_guard not in LOOP_GUARD_MODES:
             raise ValueError(f"loop_guard must be one of {LOOP_GUARD_MODES}")
         if self.max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
+        if self.spec_mode is not None and self.spec_mode not in SPEC_MODES:
+            raise ValueError(f"spec_mode must be one of {SPEC_MODES}")
+        if self.draft_tokens is not None and self.draft_tokens < 0:
+            raise ValueError("draft_tokens must not be negative")
 
 
 @dataclass(frozen=True)

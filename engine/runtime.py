@@ -66,7 +66,8 @@ class Engine:
         try:
             self._ctx = NativeContext(self._model, spec)
             self._scheduler = Scheduler(self._ctx, Vocab(self._model.vocab),
-                                        self._model.n_vocab)
+                                        self._model.n_vocab, spec_mode=spec.spec_mode,
+                                        draft_tokens=spec.draft_tokens)
         except BaseException:
             if hasattr(self, "_ctx"):
                 self._ctx.free()

@@ -21,6 +21,7 @@ from engine.native.context import NativeContext
 from engine.native.sampler import SamplerChain
 from engine.native.tokens import Detokenizer, Vocab
 from engine.requests import Chunk, RequestHandle, SamplingParams
+from engine.speculative import SpecState, ngram_draft
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class Slot:
     pending: int | None = None
     logits_index: int = -1
     retried: bool = False
+    spec: SpecState | None = None
+    drafts: list[int] = field(default_factory=list)  # in the batch after ``pending``
 
     @property
     def busy(self) -> bool:
@@ -75,8 +78,11 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 class Scheduler:
     """Owns the slots and the batch; driven by the engine thread only."""
 
-    def __init__(self, ctx: NativeContext, vocab: Vocab, n_vocab: int) -> None:
+    def __init__(self, ctx: NativeContext, vocab: Vocab, n_vocab: int, *,
+                 spec_mode: str = "off", draft_tokens: int = 8) -> None:
         self.ctx = ctx
+        self.spec_mode = spec_mode
+        self.draft_tokens = draft_tokens
         self.vocab = vocab
         self.n_vocab = n_vocab
         self.slots = [Slot(seq=i) for i in range(ctx.n_seq_max)]
@@ -118,6 +124,11 @@ class Scheduler:
         slot.guard = LoopGuard() if params.loop_guard != "off" else None
         slot.text, slot.emitted, slot.generated = "", 0, 0
         slot.pending, slot.retried = None, False
+        mode = params.spec_mode if params.spec_mode is not None else self.spec_mode
+        k = params.draft_tokens if params.draft_tokens is not None else self.draft_tokens
+        slot.spec = SpecState(mode, k) if mode != "off" else None
+        slot.drafts = []
+        slot.timer.speculation = slot.spec.label() if slot.spec is not None else None
 
     def _sampler(self, p: SamplingParams, **changes: float) -> SamplerChain:
         values: dict[str, Any] = {
@@ -142,6 +153,7 @@ class Scheduler:
                 slot.logits_index = batch.add(slot.pending, len(slot.tokens), slot.seq, True)
                 slot.tokens.append(slot.pending)
                 slot.pending = None
+                self._add_drafts(slot)
         for slot in self.slots:
             if slot.state != "prefill" or batch.free_space <= 0:
                 continue
@@ -166,6 +178,22 @@ class Scheduler:
             if slot.logits_index >= 0 and slot.busy:
                 self._after_decode(slot)
 
+    def _add_drafts(self, slot: Slot) -> None:
+        """Put the slot's n-gram drafts after its pending token (logits at each)."""
+        slot.drafts = []
+        spec = slot.spec
+        if spec is None or not spec.on:
+            return
+        assert slot.params is not None
+        room = min(spec.draft_tokens, self.batch.free_space,
+                   self.ctx.n_ctx_seq - len(slot.tokens) - 1,
+                   slot.params.max_tokens - slot.generated - 1)
+        drafts = ngram_draft(slot.tokens, room)
+        for token in drafts:
+            self.batch.add(token, len(slot.tokens), slot.seq, True)
+            slot.tokens.append(token)
+        slot.drafts = drafts
+
     def _decode_failed(self, status: int) -> None:
         reason = "the context is full" if status == 1 else f"llama_decode returned {status}"
         log.error("decode failed: %s", reason)
@@ -181,28 +209,68 @@ class Scheduler:
         if slot.state == "prefill":
             slot.timer.prefill_done()
             slot.state = "generate"
-        token = slot.sampler.sample(self.ctx.ptr, slot.logits_index)
+        if slot.spec is None:
+            self._take(slot, slot.sampler.sample(self.ctx.ptr, slot.logits_index))
+            return
+        self._verify(slot)
+
+    def _verify(self, slot: Slot) -> None:
+        """Sample at the pending token and at each draft while the target agrees with the
+        drafts; emit those tokens, then drop the cells of the drafts not kept."""
+        spec, timer, sampler = slot.spec, slot.timer, slot.sampler
+        assert spec is not None and timer is not None and sampler is not None
+        drafts, slot.drafts = slot.drafts, []
+        out: list[int] = []
+        for i in range(len(drafts) + 1):
+            out.append(sampler.sample(self.ctx.ptr, slot.logits_index + i))
+            if i == len(drafts) or out[-1] != drafts[i]:
+                break
+        timer.decode_steps += 1
+        if drafts:
+            timer.drafted_tokens += len(drafts)
+            timer.accepted_tokens += len(out) - 1
+            spec.record(len(drafts), len(out) - 1)
+            timer.speculation = spec.label()
+        base = len(slot.tokens) - len(drafts)  # tokens held up to the pending one
+        kept = 0  # drafts whose cells stay: each equals a token emitted after it
+        for i, token in enumerate(out):
+            if not self._take(slot, token, held=base + i) or i == len(out) - 1:
+                break
+            slot.pending = None  # the draft already sits in the cache
+            kept += 1
+        if kept < len(drafts):
+            if not self.ctx.seq_rm(slot.seq, base + kept, -1):
+                log.warning("could not drop rejected drafts of slot %d", slot.seq)
+            del slot.tokens[base + kept:]
+
+    def _take(self, slot: Slot, token: int, held: int | None = None) -> bool:
+        """Emit one sampled token; True when the request goes on with it pending.
+
+        ``held``: tokens the sequence holds before this one (default: all of them).
+        """
+        assert slot.timer is not None and slot.params is not None
         slot.timer.token()
         slot.generated += 1
         if self.vocab.is_eog(token) and not slot.params.ignore_eos:
             self._finish(slot, "stop", token_ids=(token,))
-            return
+            return False
         assert slot.detok is not None
         slot.text += slot.detok.feed(token)
         if self._check_loop(slot, token):
-            return
+            return False
         finish = self._stop_or_length(slot)
         out, slot.emitted = self._emittable(slot, finish)
         if finish is not None:
             self._finish(slot, finish, text=out, token_ids=(token,))
-            return
-        if len(slot.tokens) + 1 >= self.ctx.n_ctx_seq:
+            return False
+        if (len(slot.tokens) if held is None else held) + 1 >= self.ctx.n_ctx_seq:
             self._finish(slot, "length", text=out + slot.text[slot.emitted:],
                          token_ids=(token,))
-            return
+            return False
         slot.pending = token
         assert slot.handle is not None
         slot.handle.push(Chunk(out, (token,), None, slot.timer.snapshot()))
+        return True
 
     def _check_loop(self, slot: Slot, token: int) -> bool:
         """Apply the loop guard; True when the request ended because of a loop."""
@@ -280,6 +348,7 @@ class Scheduler:
             slot.tokens = slot.prompt[:slot.n_prompt_done]
         slot.state, slot.handle, slot.sampler, slot.detok = "idle", None, None, None
         slot.pending, slot.guard, slot.params = None, None, None
+        slot.spec = None
 
     # -- status and teardown --------------------------------------------------------------
     def slot_status(self) -> list[dict[str, Any]]:
