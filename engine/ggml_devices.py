@@ -27,12 +27,29 @@ class EngineDevice:
     total_bytes: int
 
 
+def linked_library(stem: str) -> Any:
+    """The ggml library ``stem`` (``ggml``, ``ggml-rpc``) exactly as libllama links it.
+
+    llama-cpp-python's wheel holds ``libggml.so``, ``libggml.so.0`` ... as separate copies
+    (wheels cannot hold links), and libllama links the versioned name: loading the plain
+    name, as ``llama_cpp._ggml`` does, maps a second ggml with its own device registry, so
+    devices registered there are invisible to model loads. Loading the versioned file by
+    the same path returns the copy libllama already uses.
+    """
+    import llama_cpp  # noqa: F401  (loads libllama, hence the linked ggml)
+    from llama_cpp._ctypes_extensions import load_shared_library
+    from llama_cpp._ggml import libggml_base_path
+
+    for name in (f"lib{stem}.so.0", f"lib{stem}.0.dylib"):
+        path = libggml_base_path / name
+        if path.exists():
+            return ctypes.CDLL(str(path))
+    return load_shared_library(stem, libggml_base_path)
+
+
 @cache
 def _lib() -> Any:
-    import llama_cpp  # noqa: F401  (loads libggml and registers the backends)
-    from llama_cpp._ggml import libggml
-
-    lib = libggml
+    lib = linked_library("ggml")
     lib.ggml_backend_dev_count.argtypes = []
     lib.ggml_backend_dev_count.restype = ctypes.c_size_t
     lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
@@ -122,7 +139,7 @@ def _bare_lib() -> Any:
     spec = importlib.util.find_spec("llama_cpp")
     folders = list(spec.submodule_search_locations or []) if spec else []
     for folder in folders:
-        for name in ("libggml.so", "libggml.dylib"):
+        for name in ("libggml.so.0", "libggml.0.dylib", "libggml.so", "libggml.dylib"):
             path = Path(folder) / "lib" / name
             if path.exists():
                 lib = ctypes.CDLL(str(path))

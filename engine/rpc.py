@@ -268,11 +268,9 @@ def _set_tensor_payload(buffer: int, base: int, size: int) -> bytes:
 
 @cache
 def _rpc_lib() -> Any:
-    import llama_cpp  # noqa: F401  (loads ggml and its backends)
-    from llama_cpp._ctypes_extensions import load_shared_library
-    from llama_cpp._ggml import libggml_base_path
+    from engine.ggml_devices import linked_library
 
-    lib = load_shared_library("ggml-rpc", libggml_base_path)
+    lib = linked_library("ggml-rpc")
     lib.ggml_backend_rpc_start_server.argtypes = [
         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
         ctypes.POINTER(ctypes.c_void_p)]
@@ -292,10 +290,10 @@ def engine_has_rpc() -> bool:
 
 
 def register_worker(endpoint: str, timeout_s: float = 3.0) -> list[str]:
-    """Probe ``endpoint``, then add its devices to this process's engine device list.
+    """Probe ``endpoint``, then connect its devices for loads that name them.
 
-    Returns the llama.cpp names of the new devices (``RPC0``, ``RPC1`` ...), which model
-    loads then use like local GPUs.
+    Returns the llama.cpp names of the new devices (``RPC0``, ``RPC1`` ...): a load whose
+    ``LaunchSpec.devices`` lists them places layers there like on local GPUs.
 
     Raises:
         WorkerError: the worker is unreachable, busy, of another protocol version, or the
@@ -306,19 +304,35 @@ def register_worker(endpoint: str, timeout_s: float = 3.0) -> list[str]:
         raise WorkerError(f"worker {endpoint} cannot be used: {probe.reason}")
     if not engine_has_rpc():
         raise WorkerError("this engine build has no RPC backend (build with -DGGML_RPC=ON)")
-    from llama_cpp._ggml import libggml
+    from engine.ggml_devices import _lib as ggml_lib
 
     host, port = parse_endpoint(endpoint)
     reg = _rpc_lib().ggml_backend_rpc_add_server(f"{host}:{port}".encode())
     if not reg:
         raise WorkerError(f"worker {endpoint} serves no device")
-    libggml.ggml_backend_register.argtypes = [ctypes.c_void_p]
-    libggml.ggml_backend_register.restype = None
-    libggml.ggml_backend_register(ctypes.c_void_p(reg))
-    from engine.ggml_devices import engine_devices
+    # The devices are deliberately NOT added to ggml's global registry: llama.cpp would
+    # then hand them to every later load of this process and abort once the worker has
+    # gone. Loads that want them name them (LaunchSpec.devices) and get these handles.
+    lib = ggml_lib()
+    lib.ggml_backend_reg_dev_count.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_reg_dev_count.restype = ctypes.c_size_t
+    lib.ggml_backend_reg_dev_get.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.ggml_backend_reg_dev_get.restype = ctypes.c_void_p
+    names = []
+    for i in range(int(lib.ggml_backend_reg_dev_count(ctypes.c_void_p(reg)))):
+        dev = lib.ggml_backend_reg_dev_get(ctypes.c_void_p(reg), i)
+        name = (lib.ggml_backend_dev_name(dev) or b"").decode()
+        _REMOTE_DEVICES[name] = int(dev)
+        names.append(name)
+    return names
 
-    return [d.name for d in engine_devices()
-            if d.name.startswith("RPC") and d.description == f"{host}:{port}"]
+
+_REMOTE_DEVICES: dict[str, int] = {}
+
+
+def remote_device(name: str) -> int | None:
+    """The ``ggml_backend_dev_t`` of a registered worker's device (``RPC0`` ...), if any."""
+    return _REMOTE_DEVICES.get(name)
 
 
 def serve_worker(host: str, port: int, device_names: list[str] | None = None,
@@ -397,7 +411,7 @@ def device_handles(names: list[str]) -> Any:
     lib = ggml_lib()
     handles = []
     for name in names:
-        dev = lib.ggml_backend_dev_by_name(name.encode())
+        dev = remote_device(name) or lib.ggml_backend_dev_by_name(name.encode())
         if not dev:
             raise WorkerError(f"no engine device {name!r} (is its worker registered?)")
         handles.append(dev)

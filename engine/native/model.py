@@ -153,7 +153,7 @@ def device_list(names: tuple[str, ...], rpc_workers: tuple[str, ...]) -> ctypes.
     """
     from engine.ggml_devices import _lib as ggml
     from engine.ggml_devices import engine_devices
-    from engine.rpc import register_worker
+    from engine.rpc import register_worker, remote_device
 
     remote: dict[str, list[str]] = {}
     for endpoint in rpc_workers:
@@ -161,7 +161,7 @@ def device_list(names: tuple[str, ...], rpc_workers: tuple[str, ...]) -> ctypes.
     lib = ggml()
     handles = []
     for name in _expand_remote(names, remote):
-        dev = lib.ggml_backend_dev_by_name(name.encode())
+        dev = remote_device(name) or lib.ggml_backend_dev_by_name(name.encode())
         if not dev:
             have = ", ".join(d.name for d in engine_devices())
             raise ModelLoadError(f"the engine has no device {name!r} (it has: {have})")
