@@ -34,9 +34,9 @@ CODE = """def total_price(items, tax_rate, discount):
     return round(subtotal + tax, 2)
 """
 PROMPTS = {
-    "edit": ("Here is a Python function:\n\n```python\n" + CODE + "```\n\nRepeat the function "
-             "exactly as it is, with the only change that `tax_rate` is renamed to `vat`. "
-             "Output only the code."),
+    # a raw completion: the model goes on writing the edited copy
+    "edit": ("# shop/prices.py\n" + CODE + "\n\n# shop/prices_eu.py: the same function, "
+             "with tax_rate renamed to vat\ndef total_price(items, vat, discount):\n"),
     "creative": "Write a short, original story about a lighthouse keeper who finds a "
                 "strange map. Use vivid new images in every sentence.",
 }
@@ -47,6 +47,8 @@ def run(engine: Any, text: str, mode: str, draft: int, max_tokens: int) -> Any:
 
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens, spec_mode=mode,
                             draft_tokens=draft, loop_guard="off")
+    if text.startswith("#"):
+        return engine.submit(GenerationRequest(prompt=text, params=params)).result(600)
     msg = {"role": "user", "content": text}
     return engine.submit(GenerationRequest(messages=(msg,), params=params)).result(600)
 
