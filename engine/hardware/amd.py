@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from engine.hardware.probe import UNKNOWN_GPU_BANDWIDTH_GBPS, ProbeResult
+from engine.hardware.probe import ProbeResult, choose_bandwidth
 from engine.hardware.sysfs import AMD_PCI_VENDOR, pci_displays, read_int, read_text
 from planner.gpus import GIB, lookup, pcie_gbps
 from planner.inventory import Backend, Gpu, Vendor
@@ -101,15 +101,7 @@ def _make_gpu(*, name: str, device_id: int, bus_id: str, vram_total: int, vram_u
     total = vram_total + gtt_total if apu else vram_total
     used = vram_used + gtt_used if apu else vram_used
     spec = lookup(name, None if apu else total)
-    if driver_bandwidth > 0:
-        bandwidth = driver_bandwidth
-        notes.append("bandwidth_driver_peak")
-    elif spec:
-        bandwidth = spec.bandwidth_gbps
-        notes.append("bandwidth_nominal")
-    else:
-        bandwidth = UNKNOWN_GPU_BANDWIDTH_GBPS
-        notes.append("bandwidth_unknown")
+    bandwidth = choose_bandwidth(driver_bandwidth, spec, notes)
     if not link:
         link = spec.pcie_gbps if spec else 16.0
         if not apu:

@@ -12,7 +12,7 @@ import logging
 import os
 from typing import Any
 
-from engine.hardware.probe import UNKNOWN_GPU_BANDWIDTH_GBPS, ProbeResult
+from engine.hardware.probe import ProbeResult, choose_bandwidth
 from planner.gpus import lookup, pcie_gbps
 from planner.inventory import Backend, Gpu, Vendor
 
@@ -123,15 +123,7 @@ def _device(nvml: Any, i: int) -> list[Gpu]:
     total, free = int(mem.total), int(mem.free)
     notes: list[str] = []
     spec = lookup(name, total)
-    bandwidth = _peak_bandwidth(nvml, handle)
-    if bandwidth:
-        notes.append("bandwidth_driver_peak")
-    elif spec:
-        bandwidth = spec.bandwidth_gbps
-        notes.append("bandwidth_nominal")
-    else:
-        bandwidth = UNKNOWN_GPU_BANDWIDTH_GBPS
-        notes.append("bandwidth_unknown")
+    bandwidth = choose_bandwidth(_peak_bandwidth(nvml, handle), spec, notes)
     link = _link_bandwidth(nvml, handle)
     if not link:
         link = spec.pcie_gbps if spec else 16.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from planner.gpus import GpuSpec
 from planner.inventory import Gpu
 
 
@@ -27,3 +28,19 @@ class CancelFlag(Protocol):
 # Read-equivalent bandwidth assumed when nothing better is known (GB/s), with a reason code.
 UNKNOWN_GPU_BANDWIDTH_GBPS = 200.0
 DEFAULT_HOST_BANDWIDTH_GBPS = 40.0
+
+
+def choose_bandwidth(driver_gbps: float, spec: GpuSpec | None, notes: list[str]) -> float:
+    """A GPU's memory bandwidth: the driver's peak, else the table's, else a typical one.
+
+    Appends the reason code saying which (``bandwidth_driver_peak`` / ``_nominal`` /
+    ``_unknown``) to ``notes``.
+    """
+    if driver_gbps > 0:
+        notes.append("bandwidth_driver_peak")
+        return driver_gbps
+    if spec:
+        notes.append("bandwidth_nominal")
+        return spec.bandwidth_gbps
+    notes.append("bandwidth_unknown")
+    return UNKNOWN_GPU_BANDWIDTH_GBPS
