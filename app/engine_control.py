@@ -1,5 +1,6 @@
 """Loading and unloading from the app: the Plan becomes a LaunchSpec, a crash becomes a
-safer retry. Owns the :class:`EngineProcess`; pages talk to it, never to each other."""
+safer retry (or, when an RPC worker went away, an offer to plan without it). Owns the
+:class:`EngineProcess`; pages talk to it, never to each other."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from app.plan_jobs import run_plan, with_gpu_reserve
 from app.state import AppState
 from app.workers import Job, WorkerRunner
 from engine.launch import LaunchSpec
+from engine.rpc import worker_lost
 from planner.request import Request
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,24 @@ class EngineControl(QObject):
         self._runner.submit("safer-plan", replan, planned,
                             on_failed=lambda _exc: self._start_retry(safer, binding))
         return True
+
+    def workers_in_use(self) -> tuple[str, ...]:
+        """The RPC workers the engine is loading onto or running on now."""
+        spec = self.engine.spec
+        if spec is None or self.engine.state not in ("loading", "ready"):
+            return ()
+        return tuple(spec.rpc_workers)
+
+    def lost_workers(self, log_text: str) -> tuple[str, ...]:
+        """The workers the engine died of, read from its last log lines (empty: it did
+        not die of a lost worker). When the log names none, every worker it used."""
+        spec = self.engine.spec
+        if spec is None or not spec.rpc_workers:
+            return ()
+        if worker_lost(log_text, list(spec.rpc_workers)) is None:
+            return ()
+        named = tuple(w for w in spec.rpc_workers if w in log_text)
+        return named or tuple(spec.rpc_workers)
 
     def _start_retry(self, spec: LaunchSpec, binding: Binding) -> None:
         log.info("retrying with a safer plan: %d GPU layers, batch %d, context %d",

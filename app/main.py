@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import services
+from app.cluster_control import ClusterControl
 from app.engine_control import EngineControl
 from app.engine_launch import Binding
 from app.error_report import ErrorReporter
@@ -103,7 +104,10 @@ class MainWindow(QMainWindow):
         self.server = ServerPage(self.engine)
         self.banner = EngineBanner()
         self._last_decode_tps: float | None = None
-        self.settings_page = SettingsPage(self.state)
+        self._chat_after_plan: Path | None = None
+        self.cluster = ClusterControl(self.state, self.runner, self.control.workers_in_use,
+                                      self)
+        self.settings_page = SettingsPage(self.state, self.cluster)
         self.pages: dict[str, QWidget] = {
             "home": self.home, "models": self.models, "plan": self.plan, "chat": self.chat,
             "server": self.server, "settings": self.settings_page}
@@ -145,10 +149,13 @@ class MainWindow(QMainWindow):
         self.home.sig_detect_requested.connect(self.start_detection)
         self.home.sig_whatif_requested.connect(self._on_home_whatif_requested)
         self.models.sig_model_chosen.connect(self.select_model)
+        self.models.sig_load_and_chat_requested.connect(self.load_and_chat)
+        self.plan.sig_plan_shown.connect(self._on_plan_shown)
         self.settings_page.sig_settings_edited.connect(self._on_settings_edited)
         self.plan.sig_load_requested.connect(self.load_plan)
         self.plan.sig_unload_requested.connect(self.control.unload)
         self.banner.sig_retry_requested.connect(self.retry_safer)
+        self.banner.sig_replan_requested.connect(self.replan_without)
         self.engine.sig_state_changed.connect(self._on_engine_state)
         self.engine.sig_load_progressed.connect(self._on_engine_progress)
         self.engine.sig_engine_died.connect(self._on_engine_died)
@@ -207,6 +214,22 @@ class MainWindow(QMainWindow):
         if show:
             self.show_page("plan")
 
+    def load_and_chat(self, path: Path) -> None:
+        """Select ``path``, load it with its plan as soon as that is shown, open the chat."""
+        self._chat_after_plan = Path(path)
+        self.select_model(path, show=False)
+
+    def _on_plan_shown(self, plan: object) -> None:
+        target = self._chat_after_plan
+        if target is None or self.state.model_path != target:
+            return
+        self._chat_after_plan = None
+        if getattr(plan, "fits", False):
+            self.load_plan()
+            self.show_page("chat")
+        else:
+            self.show_page("plan")  # it says why it does not fit
+
     def load_plan(self) -> None:
         """Start the engine with the plan shown (the Plan page's Load button)."""
         self.banner.hide()
@@ -216,6 +239,12 @@ class MainWindow(QMainWindow):
         """Load again after a crash, with a safer plan."""
         self.banner.hide()
         self.control.retry_safer()
+
+    def replan_without(self, workers: tuple[str, ...]) -> None:
+        """Plan again without the RPC workers the engine lost (then Load is offered)."""
+        self.banner.hide()
+        self.cluster.leave_out(workers)
+        self.show_page("plan")
 
     def _serving_binding(self) -> Binding:
         return self.server.binding()
@@ -230,7 +259,8 @@ class MainWindow(QMainWindow):
         self._update_status()
 
     def _on_engine_died(self, log_text: str) -> None:
-        self.banner.show_death(log_text, self.engine.exit_code)
+        self.banner.show_death(log_text, self.engine.exit_code,
+                               self.control.lost_workers(log_text))
 
     def _on_chat_answer(self, result: object) -> None:
         timings = getattr(result, "timings", {}) or {}
@@ -299,9 +329,10 @@ class MainWindow(QMainWindow):
         self.status_decode.setText(self.tr("Decode: {tps} t/s").format(
             tps=fmt_tps(decode) if decode is not None else "—"))
         inv = self.state.detected
-        if inv is not None and inv.gpus:
-            used = sum(g.total_bytes - g.free_bytes for g in inv.gpus)
-            total = sum(g.total_bytes for g in inv.gpus)
+        own = [g for g in inv.gpus if not g.remote] if inv is not None else []  # no workers
+        if own:
+            used = sum(g.total_bytes - g.free_bytes for g in own)
+            total = sum(g.total_bytes for g in own)
             self.status_vram.setText(self.tr("VRAM in use: {used} / {total}").format(
                 used=fmt_bytes(used), total=fmt_bytes(total)))
         else:

@@ -52,6 +52,28 @@ def detect_machine(job: Job, model_dirs: tuple[Path, ...] = ()) -> Inventory:
     return result
 
 
+WORKER_TIMEOUT_S = 3.0  # bound on each network call to a worker
+
+
+def probe_workers(job: Job, local: Inventory, endpoints: tuple[str, ...]
+                  ) -> dict[str, Inventory]:
+    """Probe each RPC worker (bounded: never hangs) and measure its link.
+
+    Returns, per endpoint, ``local`` with that worker's devices appended (or, when it
+    cannot be used, with a ``worker_unreachable:ENDPOINT:REASON`` note), so the caller
+    can combine the workers it still wants without probing them again. Workers not
+    reached before the job is cancelled are left out of the result.
+    """
+    from engine.hardware.workers import add_workers
+
+    found: dict[str, Inventory] = {}
+    for endpoint in endpoints:
+        if job.cancelled:
+            break
+        found[endpoint] = add_workers(local, [endpoint], timeout_s=WORKER_TIMEOUT_S)
+    return found
+
+
 def read_profile(path: Path) -> ModelProfile:
     """Read a model's header into its profile."""
     from engine.gguf_file import load_profile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 from dataclasses import asdict, dataclass, field, replace
@@ -27,6 +28,7 @@ class AppSettings:
     host_reserve_bytes: int = 5 * 10**9     # kept free in RAM for the desktop
     default_task: str = "chat"
     scan_other_apps: bool = True            # list LM Studio, Ollama, HF cache models too
+    rpc_workers: tuple[str, ...] = field(default=())  # HOST:PORT of the cluster's workers
 
     def with_changes(self, **changes: Any) -> AppSettings:
         """A copy with some fields changed."""
@@ -61,10 +63,49 @@ def load_settings(path: Path | None = None) -> AppSettings:
                                                   defaults.host_reserve_bytes))),
             default_task=task if task in TASK_KINDS else defaults.default_task,
             scan_other_apps=bool(doc.get("scan_other_apps", defaults.scan_other_apps)),
+            rpc_workers=_worker_addresses(doc.get("rpc_workers", ()), target),
         )
     except (TypeError, ValueError, AttributeError) as exc:
         log.warning("settings file %s has bad values (%s); using defaults", target, exc)
         return AppSettings()
+
+
+def worker_address(text: str) -> str:
+    """``text`` as a worker address in one spelling (``HOST:PORT``, ``[v6]:PORT``).
+
+    Raises:
+        ValueError: not ``HOST:PORT`` (the port defaults to 50052 when left out).
+    """
+    from engine.rpc import parse_endpoint
+
+    try:
+        host, port = parse_endpoint(text)
+        if ":" in host:
+            ipaddress.IPv6Address(host)
+    except ValueError:
+        raise ValueError(f"not a worker address: {text!r} (expected HOST:PORT)") from None
+    if any(c.isspace() or c in "/@?#" for c in host):
+        raise ValueError(f"not a worker address: {text!r} (expected HOST:PORT)")
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _worker_addresses(entries: Any, target: Path) -> tuple[str, ...]:
+    """The saved worker addresses that parse, each once; the others dropped with a log line."""
+    if isinstance(entries, str) or not isinstance(entries, list | tuple):
+        log.warning("settings file %s: rpc_workers is not a list; ignored", target)
+        return ()
+    out: list[str] = []
+    for entry in entries:
+        try:
+            if not isinstance(entry, str):
+                raise ValueError(entry)
+            address = worker_address(entry)
+        except ValueError:
+            log.warning("settings file %s: bad worker address %r dropped", target, entry)
+            continue
+        if address not in out:
+            out.append(address)
+    return tuple(out)
 
 
 def save_settings(settings: AppSettings, path: Path | None = None) -> Path:
@@ -73,6 +114,7 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = asdict(settings)
     doc["model_folders"] = list(settings.model_folders)
+    doc["rpc_workers"] = list(settings.rpc_workers)
     tmp = target.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     tmp.replace(target)

@@ -1,7 +1,9 @@
 """What every page shares: the machine, the selected model, the settings.
 
 Pages read from one :class:`AppState` and listen to its signals; they never reach into
-each other. The machine planned for is the detected one unless a what-if rig is set.
+each other. The machine planned for is the detected one unless a what-if rig is set; the
+detected one is this machine (``local``) with the devices of the cluster's reachable RPC
+workers appended once they are probed (:class:`app.cluster_control.ClusterControl`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ log = logging.getLogger(__name__)
 class AppState(QObject):
     """Shared, observable state of the app (lives on the UI thread)."""
 
+    sig_local_detected = Signal()
     sig_detected_changed = Signal()
     sig_machine_changed = Signal()
     sig_model_changed = Signal()
@@ -30,7 +33,8 @@ class AppState(QObject):
     def __init__(self, settings: AppSettings, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.settings = settings
-        self.detected: Inventory | None = None
+        self.local: Inventory | None = None      # this machine alone
+        self.detected: Inventory | None = None   # this machine and its reachable workers
         self.whatif: Inventory | None = None
         self.model_path: Path | None = None
         self.profile: ModelProfile | None = None
@@ -41,7 +45,17 @@ class AppState(QObject):
         return self.whatif if self.whatif is not None else self.detected
 
     def set_detected(self, inventory: Inventory) -> None:
-        """Record the result of hardware detection."""
+        """Record the result of hardware detection (this machine alone, until the
+        workers' devices are added with :meth:`set_with_workers`)."""
+        self.local = inventory
+        self._set_machine(inventory)
+        self.sig_local_detected.emit()
+
+    def set_with_workers(self, inventory: Inventory) -> None:
+        """Plan for this machine with the reachable workers' devices appended."""
+        self._set_machine(inventory)
+
+    def _set_machine(self, inventory: Inventory) -> None:
         self.detected = inventory
         self.sig_detected_changed.emit()
         if self.whatif is None:

@@ -1,4 +1,5 @@
-"""Settings: model folders, language, theme, memory reserves, default task, log folder."""
+"""Settings: model folders, language, theme, memory reserves, default task, log folder,
+and the cluster's RPC workers."""
 
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
+from app.cluster_control import ClusterControl
 from app.formatting import GIB, MIB
 from app.i18n import LANGUAGES
+from app.pages.cluster_section import ClusterSection
 from app.settings_store import TASK_KINDS, AppSettings
 from app.state import AppState
 from app.texts import task_text
@@ -33,11 +37,17 @@ log = logging.getLogger(__name__)
 
 
 class SettingsPage(QWidget):
-    """Edits :class:`AppSettings`; every change applies at once."""
+    """Edits :class:`AppSettings`; every change applies at once.
+
+    The Cluster section (with ``cluster``) edits the RPC workers: it lives here, beside
+    the model folders, because it is a saved list of places the app draws on; Home and
+    the Plan page then show the workers' devices like this machine's own.
+    """
 
     sig_settings_edited = Signal(object)  # AppSettings
 
-    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+    def __init__(self, state: AppState, cluster: ClusterControl | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._state = state
         self._loading = False
@@ -82,10 +92,22 @@ class SettingsPage(QWidget):
         form_box = QWidget()
         form_box.setLayout(self.form)
         form_box.setMaximumWidth(self.fontMetrics().horizontalAdvance("M") * 56)
+        self.cluster = ClusterSection(cluster) if cluster is not None else None
+        column = QVBoxLayout()
+        column.addWidget(form_box)
+        if self.cluster is not None:
+            self.cluster.setMaximumWidth(self.fontMetrics().horizontalAdvance("M") * 64)
+            column.addWidget(self.cluster)
+        column.addStretch(1)
+        inner = QWidget()
+        inner.setLayout(column)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(inner)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
-        layout.addWidget(form_box)
-        layout.addStretch(1)
+        layout.addWidget(scroll, 1)
         for combo in (self.language, self.theme, self.task):
             combo.currentIndexChanged.connect(self._on_field_changed)
         self.gpu_reserve.valueChanged.connect(self._on_field_changed)

@@ -66,8 +66,9 @@ class MemoryMap(QWidget):
     def _label_width(self) -> int:
         metrics = QFontMetrics(self.font())
         widths = [metrics.horizontalAdvance(self._bar_label(b)) for b in self._bars]
+        # up to 2/5 of the width: a worker's device is named with its HOST:PORT
         return min(max([metrics.horizontalAdvance("M" * 12), *widths]) + 16,
-                   max(120, self.width() // 3))
+                   max(120, self.width() * 2 // 5))
 
     def sizeHint(self) -> QSize:
         rows = max(1, len(self._bars))
