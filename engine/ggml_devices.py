@@ -104,11 +104,16 @@ def _enumerate(lib: Any) -> list[EngineDevice]:
 def buffer_type(device_name: str) -> int:
     """The default buffer type (a ``ggml_backend_buffer_type_t``) of the named device.
 
+    A registered RPC worker's device (``RPC0`` ...) counts: it is kept out of ggml's
+    registry, so ``ggml_backend_dev_by_name`` alone would not find it.
+
     Raises:
         KeyError: the engine build has no device of that name.
     """
+    from engine.rpc import remote_device
+
     lib = _lib()
-    dev = lib.ggml_backend_dev_by_name(device_name.encode())
+    dev = remote_device(device_name) or lib.ggml_backend_dev_by_name(device_name.encode())
     if not dev:
         names = ", ".join(d.name for d in engine_devices())
         raise KeyError(f"the engine has no device {device_name!r} (it has: {names})")
