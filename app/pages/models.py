@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.formatting import fmt_bytes
+from app.pages.model_wizard import ModelWizard
 from app.state import AppState
 from app.texts import source_text
 from app.workers import Job, WorkerRunner
@@ -61,10 +62,15 @@ def _inside(path: Path, folder: str) -> bool:
 
 
 class ModelsPage(QWidget):
-    """The list of models Loadout knows; choosing one selects it for the Plan page."""
+    """The list of models Loadout knows; choosing one selects it for the Plan page.
+
+    "Find a model for this machine…" opens the :class:`ModelWizard`, which downloads one
+    and can ask for it to be loaded and chatted with (``sig_load_and_chat_requested``).
+    """
 
     sig_model_chosen = Signal(object)  # Path
     sig_models_listed = Signal()
+    sig_load_and_chat_requested = Signal(object)  # Path
 
     def __init__(self, state: AppState, runner: WorkerRunner, demo_path: Path | None,
                  parent: QWidget | None = None) -> None:
@@ -73,6 +79,7 @@ class ModelsPage(QWidget):
         self._runner = runner
         self.demo_path = demo_path
         self.entries: tuple[Any, ...] = ()
+        self.wizard: ModelWizard | None = None
         self._scanning = False
         self.title = QLabel()
         self.title.setObjectName("pageTitle")
@@ -86,14 +93,19 @@ class ModelsPage(QWidget):
         self.use_button.clicked.connect(self._on_use_clicked)
         self.rescan_button = QPushButton()
         self.rescan_button.clicked.connect(self.scan)
+        self.wizard_button = QPushButton()
+        self.wizard_button.clicked.connect(lambda: self.open_wizard())
         self.selected = QLabel()
         buttons = QHBoxLayout()
         buttons.addWidget(self.use_button)
         buttons.addWidget(self.open_button)
         buttons.addWidget(self.rescan_button)
         buttons.addStretch(1)
+        header = QHBoxLayout()
+        header.addWidget(self.title, 1)
+        header.addWidget(self.wizard_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.title)
+        layout.addLayout(header)
         layout.addWidget(self.hint)
         layout.addWidget(self.list, 1)
         layout.addLayout(buttons)
@@ -127,6 +139,9 @@ class ModelsPage(QWidget):
         self.open_button.setText(self.tr("Open a .gguf file…"))
         self.use_button.setText(self.tr("Plan this model"))
         self.rescan_button.setText(self.tr("Look again"))
+        self.wizard_button.setText(self.tr("Find a model for this machine…"))
+        self.wizard_button.setToolTip(self.tr("Models recommended for this machine's "
+                                              "hardware, downloaded and ready to chat"))
         self._update_hint()
         self.refresh()
 
@@ -175,6 +190,25 @@ class ModelsPage(QWidget):
         self.selected.setText(
             self.tr("Selected: {name}").format(name=path.name) if path
             else self.tr("No model selected."))
+
+    def open_wizard(self, catalog_file: Path | None = None) -> ModelWizard:
+        """Show the model wizard (the same one again, so a paused download can resume).
+
+        Args:
+            catalog_file: another catalog than the bundled one (a user's own, tests).
+        """
+        if self.wizard is None or self.wizard.catalog_file != catalog_file:
+            if self.wizard is not None:
+                self.wizard.reject()
+                self.wizard.deleteLater()
+            self.wizard = ModelWizard(self._state, self._runner, catalog_file, self)
+            self.wizard.sig_download_finished.connect(lambda _path: self.scan())
+            self.wizard.sig_plan_requested.connect(self.choose)
+            self.wizard.sig_load_and_chat_requested.connect(self.sig_load_and_chat_requested)
+        self.wizard.show()
+        self.wizard.raise_()
+        self.wizard.activateWindow()
+        return self.wizard
 
     def choose(self, path: Path) -> None:
         """Select ``path`` as the model to plan."""
