@@ -163,6 +163,8 @@ class ModelWizard(QDialog):
         self.back_button.setEnabled(self.stack.currentIndex() > 0
                                     and self.download_step.stage not in BUSY_STAGES)
         self.next_button.setVisible(step != "done")
+        self.next_button.setDefault(step != "done")
+        self.done_step.load_button.setDefault(step == "done")
         self.next_button.setEnabled(self._can_go_on())
         choice = self.choose_step.selected()
         if step == "task":

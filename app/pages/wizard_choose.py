@@ -113,6 +113,7 @@ class ChooseStep(QWidget):
         layout.addWidget(self.error_box)
         layout.addWidget(self.tree, 1)
         layout.addWidget(self.details_box)
+        layout.addStretch()  # keeps the error message at the top when there is no list
 
     # -- work -------------------------------------------------------------------------
     def start(self, inventory: Inventory, task: str) -> None:
@@ -284,6 +285,7 @@ class ChooseStep(QWidget):
         self.progress.setValue(done)
         problem = outcome is not None and outcome.problem is not None
         self.error_box.setVisible(problem)
+        self.tree.setVisible(not problem)
         self.retry_button.setEnabled(not self.busy)
         if self.busy:
             self.status.setText(self.tr("Planning every model of the catalog on this machine "

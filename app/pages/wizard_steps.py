@@ -179,7 +179,6 @@ class DoneStep(QWidget):
         self.where = _hint_label()
         self.where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.load_button = QPushButton()
-        self.load_button.setDefault(True)
         self.load_button.clicked.connect(self._on_load_clicked)
         self.plan_button = QPushButton()
         self.plan_button.clicked.connect(self._on_plan_clicked)

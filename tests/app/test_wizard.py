@@ -269,7 +269,8 @@ def test_unreachable_hub_says_what_to_do_and_retry_works_once_it_is_back(
     with qtbot.waitSignal(choose.sig_recommendations_listed, timeout=30000) as got:
         choose.retry_button.click()
     assert got.args[0].problem is None and len(_rows(wizard)) == 2
-    assert not choose.error_box.isVisible() and wizard.next_button.isEnabled()
+    assert not choose.error_box.isVisible() and choose.tree.isVisible()
+    assert wizard.next_button.isEnabled()
 
 
 def test_models_page_button_opens_the_wizard_and_offline_the_bundled_catalog_says_so(
