@@ -12,6 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app import services
 from app.engine_launch import GIB, Binding, launch_spec_from_plan, safer_spec
 from app.engine_process import EngineProcess
 from app.plan_jobs import run_plan, with_gpu_reserve
@@ -47,9 +48,12 @@ class EngineControl(QObject):
 
     Signals:
         sig_load_refused(str): nothing to load yet (no model or no plan).
+        sig_engine_failed(str, object, tuple): the engine died: its last log lines, its
+            exit code, and the RPC workers it lost (empty when it did not die of that).
     """
 
     sig_load_refused = Signal(str)
+    sig_engine_failed = Signal(str, object, tuple)
 
     def __init__(self, state: AppState, runner: WorkerRunner,
                  binding: Callable[[], Binding] | None = None,
@@ -61,6 +65,7 @@ class EngineControl(QObject):
         self._binding = binding or Binding
         self._request = request or (lambda: None)
         self.engine = EngineProcess(self)
+        self.engine.sig_engine_died.connect(self._on_engine_died)
         self.attempt = 0
         self.retry_plan: Any = None
         self._loaded: _Loaded | None = None
@@ -142,6 +147,22 @@ class EngineControl(QObject):
             return ()
         named = tuple(w for w in spec.rpc_workers if w in log_text)
         return named or tuple(spec.rpc_workers)
+
+    def _on_engine_died(self, log_text: str) -> None:
+        code = self.engine.exit_code
+        suspects = self.lost_workers(log_text)
+        if len(suspects) < 2:
+            self.sig_engine_failed.emit(log_text, code, suspects)
+            return
+
+        # the log does not say which worker went away: ask them (the living ones answer)
+        def probe(_job: Job) -> tuple[str, ...]:
+            return services.gone_workers(suspects)
+
+        self._runner.submit(
+            "lost-workers", probe,
+            lambda gone: self.sig_engine_failed.emit(log_text, code, gone or suspects),
+            on_failed=lambda _exc: self.sig_engine_failed.emit(log_text, code, suspects))
 
     def _start_retry(self, spec: LaunchSpec, binding: Binding) -> None:
         log.info("retrying with a safer plan: %d GPU layers, batch %d, context %d",

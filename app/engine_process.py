@@ -99,6 +99,9 @@ class EngineProcess(QObject):
             p for p in (root, env.value("PYTHONPATH", "")) if p))
         env.insert("PYTHONUNBUFFERED", "1")
         env.insert(PARENT_ENV, str(os.getpid()))
+        # ggml's abort would attach gdb: seconds of frames that push the cause (a lost
+        # RPC worker, a failed assert) out of the log lines the app reads
+        env.insert("GGML_NO_BACKTRACE", "1")
         process.setProcessEnvironment(env)
         process.setWorkingDirectory(root)
         process.readyReadStandardOutput.connect(self._on_process_stdout)

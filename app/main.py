@@ -158,7 +158,7 @@ class MainWindow(QMainWindow):
         self.banner.sig_replan_requested.connect(self.replan_without)
         self.engine.sig_state_changed.connect(self._on_engine_state)
         self.engine.sig_load_progressed.connect(self._on_engine_progress)
-        self.engine.sig_engine_died.connect(self._on_engine_died)
+        self.control.sig_engine_failed.connect(self.banner.show_death)
         self.chat.sig_answer_finished.connect(self._on_chat_answer)
         self.state.sig_model_changed.connect(self._update_status)
         self.state.sig_detected_changed.connect(self._update_status)
@@ -257,10 +257,6 @@ class MainWindow(QMainWindow):
     def _on_engine_progress(self, value: float) -> None:
         self.load_progress.setValue(round(value * 100))
         self._update_status()
-
-    def _on_engine_died(self, log_text: str) -> None:
-        self.banner.show_death(log_text, self.engine.exit_code,
-                               self.control.lost_workers(log_text))
 
     def _on_chat_answer(self, result: object) -> None:
         timings = getattr(result, "timings", {}) or {}

@@ -74,6 +74,15 @@ def probe_workers(job: Job, local: Inventory, endpoints: tuple[str, ...]
     return found
 
 
+def gone_workers(endpoints: tuple[str, ...]) -> tuple[str, ...]:
+    """The workers that no longer answer at all (a busy one still runs, so it is not
+    gone); bounded by :data:`WORKER_TIMEOUT_S` each."""
+    from engine.rpc import probe_worker
+
+    return tuple(e for e in endpoints
+                 if probe_worker(e, WORKER_TIMEOUT_S).reason not in (None, "busy"))
+
+
 def read_profile(path: Path) -> ModelProfile:
     """Read a model's header into its profile."""
     from engine.gguf_file import load_profile
