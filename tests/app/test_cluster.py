@@ -233,6 +233,7 @@ def test_a_worker_lost_mid_answer_offers_to_plan_again_without_it(
     assert f"worker {lost} went away" in banner.message.text()
     assert banner.replan_button.isVisible() and not banner.retry_button.isVisible()
     assert banner.replan_button.text() == f"Plan again without {lost}"
+    assert window.grab().save(str(SCREENSHOTS / "cluster-lost-worker.png"))
     plans_before = window.plan.plans_requested
     banner.replan_button.click()
     assert not banner.isVisible() and window.current_page() == "plan"
