@@ -133,7 +133,7 @@ class ClusterControl(QObject):
 
         # every request carries all the workers still checking: a newer one replaces it
         self._runner.submit("workers", probe, lambda found: self._on_probed(local, found),
-                            on_failed=lambda _exc: self._on_probe_failed(pending))
+                            on_failed=lambda exc: self._on_probe_failed(pending, exc))
 
     def _on_probed(self, local: Inventory, found: dict[str, Inventory]) -> None:
         if local is not self._state.local:
@@ -151,11 +151,11 @@ class ClusterControl(QObject):
                 self._status[endpoint] = WorkerStatus(endpoint, UNREACHABLE, reason=reason)
         self._publish()
 
-    def _on_probe_failed(self, endpoints: tuple[str, ...]) -> None:
+    def _on_probe_failed(self, endpoints: tuple[str, ...], exc: BaseException) -> None:
         for endpoint in endpoints:
             if self._status.get(endpoint, WorkerStatus(endpoint)).state == CHECKING:
                 self._status[endpoint] = WorkerStatus(endpoint, UNREACHABLE,
-                                                      reason="protocol")
+                                                      reason=f"unreachable: {exc}")
         self._publish()
 
     def _publish(self) -> None:
