@@ -170,8 +170,12 @@ def build(recipe: Recipe, python: str, jobs: int, nice: int,
     env = dict(os.environ, CMAKE_ARGS=cmake_args, CMAKE_BUILD_PARALLEL_LEVEL=str(jobs))
     if sys.platform == "linux":  # the recipes' compiler paths are those of Linux ROCm
         env.update(dict(recipe.env))
+    # A build folder that outlives pip's temporary one: an interrupted build resumes where
+    # it stopped (ninja rebuilds only what is missing), which matters for the hours a CUDA
+    # build takes on a small machine.
     cmd = [python, "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "--no-binary",
-           "llama-cpp-python", "-w", str(folder), ENGINE]
+           "llama-cpp-python", "-v", f"--config-settings=build-dir={folder / 'build'}",
+           "-w", str(folder), ENGINE]
     if nice and shutil.which("nice"):
         cmd = ["nice", "-n", str(nice), *cmd]
     print(f"+ CMAKE_ARGS={shlex.quote(cmake_args)} CMAKE_BUILD_PARALLEL_LEVEL={jobs} "

@@ -15,6 +15,7 @@ from engine.native.model import (
     failure_message,
     llama,
 )
+from engine.native.threadpool import ThreadPools
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class NativeContext:
         self.n_ctx_seq = int(lib.llama_n_ctx_seq(ptr))
         self.n_batch = int(lib.llama_n_batch(ptr))
         self.n_seq_max = int(lib.llama_n_seq_max(ptr))
+        self.pools = ThreadPools(ptr, spec.threads, spec.threads_batch)
 
     def seq_rm(self, seq: int, p0: int, p1: int = -1) -> bool:
         """Remove the cells of ``seq`` at positions [p0, p1) (p1 < 0: to the end)."""
@@ -79,5 +81,6 @@ class NativeContext:
     def free(self) -> None:
         """Release the context; idempotent."""
         if getattr(self, "ptr", None):
+            self.pools.free()
             llama().llama_free(self.ptr)
             self.ptr = None
