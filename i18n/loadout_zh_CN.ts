@@ -148,6 +148,240 @@
     </message>
 </context>
 <context>
+    <name>ChooseStep</name>
+    <message>
+        <source>{name} (downloaded)</source>
+        <translation>{name}（已下载）</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Quantization</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下载大小</translation>
+    </message>
+    <message>
+        <source>Fits</source>
+        <translation>放置情况</translation>
+    </message>
+    <message>
+        <source>Decode t/s (predicted)</source>
+        <translation>解码 t/s（预测）</translation>
+    </message>
+    <message>
+        <source>Context</source>
+        <translation>上下文</translation>
+    </message>
+    <message>
+        <source>{name} · {quant}: where every byte goes</source>
+        <translation>{name} · {quant}：每个字节的去向</translation>
+    </message>
+    <message>
+        <source>{quality} quality ({bits:.1f} bits per weight), {size} to download, licence {licence}.</source>
+        <translation>质量：{quality}（每个权重 {bits:.1f} 位），下载 {size}，许可证 {licence}。</translation>
+    </message>
+    <message>
+        <source>Predicted here: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}; context {context}.</source>
+        <translation>本机预测：解码 {decode} t/s，预填充 {prefill} t/s，首 token 时间 {ttft}；上下文 {context}。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;This model does not fit this machine.&lt;/b&gt; Pick a smaller one.</source>
+        <translation>&lt;b&gt;此模型在这台机器上放不下。&lt;/b&gt;请选择更小的模型。</translation>
+    </message>
+    <message>
+        <source>All on GPU</source>
+        <translation>全部在 GPU 上</translation>
+    </message>
+    <message>
+        <source>Experts in RAM</source>
+        <translation>专家在内存中</translation>
+    </message>
+    <message>
+        <source>Partly in RAM</source>
+        <translation>部分在内存中</translation>
+    </message>
+    <message>
+        <source>In RAM (CPU)</source>
+        <translation>在内存中（CPU）</translation>
+    </message>
+    <message>
+        <source>Reads from disk (slow)</source>
+        <translation>从磁盘读取（慢）</translation>
+    </message>
+    <message>
+        <source>Does not fit</source>
+        <translation>放不下</translation>
+    </message>
+    <message>
+        <source>Near-lossless</source>
+        <translation>近乎无损</translation>
+    </message>
+    <message>
+        <source>High</source>
+        <translation>高</translation>
+    </message>
+    <message>
+        <source>Good</source>
+        <translation>良好</translation>
+    </message>
+    <message>
+        <source>Fair</source>
+        <translation>一般</translation>
+    </message>
+    <message>
+        <source>Low</source>
+        <translation>低</translation>
+    </message>
+    <message>
+        <source>About 3 bits per weight or fewer: answers get noticeably worse.</source>
+        <translation>每个权重约 3 位或更少：回答质量会明显变差。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The model hub cannot be reached&lt;/b&gt;, so Loadout cannot list models to download. Check the internet connection (and proxy settings), then press Retry.</source>
+        <translation>&lt;b&gt;无法连接模型中心&lt;/b&gt;，因此 Loadout 无法列出可下载的模型。请检查网络连接（以及代理设置），然后点击“重试”。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;No model of the catalog could be judged.&lt;/b&gt; Press Retry; if it happens again, the details are in the log file.</source>
+        <translation>&lt;b&gt;目录中没有任何模型能完成评估。&lt;/b&gt;请点击“重试”；如果再次出现，详细信息见日志文件。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The recommendations could not be made:&lt;/b&gt; {detail}. Press Retry.</source>
+        <translation>&lt;b&gt;无法生成推荐：&lt;/b&gt;{detail}。请点击“重试”。</translation>
+    </message>
+    <message>
+        <source>Planning every model of the catalog on this machine for {task}…</source>
+        <translation>正在针对“{task}”在本机上规划目录中的每个模型…</translation>
+    </message>
+    <message>
+        <source>Best first for {task}, each planned on this machine. Select one to see where it would go.</source>
+        <translation>按适合“{task}”的程度从优到次排列，每个都已在本机上规划。选择一个即可查看它会放在哪里。</translation>
+    </message>
+    <message>
+        <source>Offline: sizes are from the hub&apos;s listing of {when}.</source>
+        <translation>离线：大小取自模型中心 {when} 的列表。</translation>
+    </message>
+    <message>
+        <source>Retry</source>
+        <translation>重试</translation>
+    </message>
+</context>
+<context>
+    <name>ClusterSection</name>
+    <message>
+        <source>Cluster</source>
+        <translation>集群</translation>
+    </message>
+    <message>
+        <source>Pool other computers&apos; GPUs (or RAM) with this one: each runs a worker, and its devices join the plan and the memory map.</source>
+        <translation>将其他计算机的 GPU（或内存）与本机合并使用：每台计算机运行一个工作节点，其设备会加入计划和内存分布图。</translation>
+    </message>
+    <message>
+        <source>⚠ The RPC protocol has no authentication and no encryption: add workers on a trusted local network only.</source>
+        <translation>⚠ 远程过程调用协议既没有身份验证也没有加密：只在可信的局域网中添加工作节点。</translation>
+    </message>
+    <message>
+        <source>On the other computer, run:</source>
+        <translation>在另一台计算机上运行：</translation>
+    </message>
+    <message>
+        <source>Worker</source>
+        <translation>工作节点</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>No workers: plans use this computer only.</source>
+        <translation>没有工作节点：计划只使用本机。</translation>
+    </message>
+    <message>
+        <source>Address, e.g. 192.168.1.7:50052</source>
+        <translation>地址，例如 192.168.1.7:50052</translation>
+    </message>
+    <message>
+        <source>Add</source>
+        <translation>添加</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Check again</source>
+        <translation>重新检查</translation>
+    </message>
+    <message>
+        <source>Checking…</source>
+        <translation>正在检查…</translation>
+    </message>
+    <message>
+        <source>CPU {index}</source>
+        <translation>CPU {index}</translation>
+    </message>
+    <message>
+        <source>GPU {index}</source>
+        <translation>GPU {index}</translation>
+    </message>
+    <message>
+        <source>{device}: {free} free of {total}</source>
+        <translation>{device}：空闲 {free}，共 {total}</translation>
+    </message>
+    <message>
+        <source>Reachable, {count} device(s): {devices}</source>
+        <translation>可连接，{count} 个设备：{devices}</translation>
+    </message>
+    <message>
+        <source>Left out: it went away while the engine was using it. Start it again there, then check again.</source>
+        <translation>已排除：引擎使用它时它断开了。请在那台计算机上重新启动它，然后重新检查。</translation>
+    </message>
+    <message>
+        <source>Unreachable: {reason}</source>
+        <translation>无法连接：{reason}</translation>
+    </message>
+    <message>
+        <source>nothing listens at that port (is the worker running?)</source>
+        <translation>该端口上没有程序在监听（工作节点是否在运行？）</translation>
+    </message>
+    <message>
+        <source>no answer in time (wrong address, or a firewall?)</source>
+        <translation>未及时响应（地址错误，还是被防火墙拦截？）</translation>
+    </message>
+    <message>
+        <source>busy: it serves another Loadout now</source>
+        <translation>忙碌：它正在为另一个 Loadout 服务</translation>
+    </message>
+    <message>
+        <source>it speaks another protocol version (use the same Loadout version on both computers)</source>
+        <translation>它使用的协议版本不同（请在两台计算机上使用相同版本的 Loadout）</translation>
+    </message>
+    <message>
+        <source>it answered, but not as a Loadout worker</source>
+        <translation>它有响应，但不是 Loadout 工作节点</translation>
+    </message>
+    <message>
+        <source>it serves no device</source>
+        <translation>它没有提供任何设备</translation>
+    </message>
+    <message>
+        <source>not a worker address</source>
+        <translation>不是工作节点地址</translation>
+    </message>
+    <message>
+        <source>cannot be reached ({detail})</source>
+        <translation>无法连接（{detail}）</translation>
+    </message>
+    <message>
+        <source>“{text}” is not a worker address. Write HOST:PORT, for example 192.168.1.7:50052 (the port is 50052 when left out).</source>
+        <translation>“{text}”不是工作节点地址。请按 HOST:PORT 格式填写，例如 192.168.1.7:50052（省略端口时为 50052）。</translation>
+    </message>
+</context>
+<context>
     <name>Codes</name>
     <message>
         <source>Main</source>
@@ -595,7 +829,149 @@
     </message>
 </context>
 <context>
+    <name>DoneStep</name>
+    <message>
+        <source>✓ {name} is downloaded and verified.</source>
+        <translation>✓ {name} 已下载并通过校验。</translation>
+    </message>
+    <message>
+        <source>Saved as {path}. It is listed on the Models page from now on.</source>
+        <translation>已保存为 {path}。今后它会列在“模型”页中。</translation>
+    </message>
+    <message>
+        <source>Load and chat</source>
+        <translation>加载并聊天</translation>
+    </message>
+    <message>
+        <source>Plan it for this machine, start the engine, then open the chat.</source>
+        <translation>为本机规划它、启动引擎，然后打开聊天。</translation>
+    </message>
+    <message>
+        <source>See its plan first</source>
+        <translation>先查看其计划</translation>
+    </message>
+</context>
+<context>
+    <name>DownloadStep</name>
+    <message>
+        <source>{done} of {total}</source>
+        <translation>{done} / {total}</translation>
+    </message>
+    <message>
+        <source>{speed}/s</source>
+        <translation>{speed}/s</translation>
+    </message>
+    <message>
+        <source>about {eta} left</source>
+        <translation>剩余约 {eta}</translation>
+    </message>
+    <message>
+        <source>Check again</source>
+        <translation>重新检查</translation>
+    </message>
+    <message>
+        <source>Try again</source>
+        <translation>重试</translation>
+    </message>
+    <message>
+        <source>{size} into {folder} ({free} free on that disk). Every file is checked against the hub&apos;s sha256.</source>
+        <translation>{size}，下载到 {folder}（该磁盘空闲 {free}）。每个文件都会与模型中心提供的 sha256 核对。</translation>
+    </message>
+    <message>
+        <source>Checking the hub and the free disk space…</source>
+        <translation>正在检查模型中心和磁盘空闲空间…</translation>
+    </message>
+    <message>
+        <source>Ready to download.</source>
+        <translation>可以开始下载。</translation>
+    </message>
+    <message>
+        <source>Downloading… Pause (or closing this window) keeps what has arrived; Cancel removes it.</source>
+        <translation>正在下载… “暂停”（或关闭此窗口）会保留已下载的部分；“取消下载”会将其删除。</translation>
+    </message>
+    <message>
+        <source>Pausing…</source>
+        <translation>正在暂停…</translation>
+    </message>
+    <message>
+        <source>Paused at {done} of {total}. What was downloaded is kept: Resume continues from there, also after a restart.</source>
+        <translation>已暂停于 {done} / {total}。已下载的部分会保留：点击“继续”即从该处接着下载，重启后也可以。</translation>
+    </message>
+    <message>
+        <source>Cancelling and removing the partial download…</source>
+        <translation>正在取消并删除未完成的下载…</translation>
+    </message>
+    <message>
+        <source>Downloaded and verified.</source>
+        <translation>已下载并通过校验。</translation>
+    </message>
+    <message>
+        <source>Cancelled: the partial download was removed.</source>
+        <translation>已取消：未完成的下载已删除。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Not enough free disk space.&lt;/b&gt; This download needs {need} (and {margin} kept free) but only {free} is free in {folder}. Free some space, then press Check again.</source>
+        <translation>&lt;b&gt;磁盘空间不足。&lt;/b&gt;此下载需要 {need}（另需预留 {margin}），但 {folder} 中只有 {free} 空闲。请腾出一些空间，然后点击“重新检查”。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The model hub cannot be reached.&lt;/b&gt; Check the internet connection, then press Try again. What was downloaded so far is kept.</source>
+        <translation>&lt;b&gt;无法连接模型中心。&lt;/b&gt;请检查网络连接，然后点击“重试”。已下载的部分会保留。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The hub no longer has this file.&lt;/b&gt; Go back and pick another model.</source>
+        <translation>&lt;b&gt;模型中心已不再提供此文件。&lt;/b&gt;请返回并选择其他模型。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The file did not match the hub&apos;s sha256&lt;/b&gt; and was removed. Press Try again to download it again.</source>
+        <translation>&lt;b&gt;文件与模型中心提供的 sha256 不符&lt;/b&gt;，已被删除。点击“重试”重新下载。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;This file is being downloaded elsewhere&lt;/b&gt; (another Loadout window or command). Wait for it, then press Try again.</source>
+        <translation>&lt;b&gt;此文件正在别处下载&lt;/b&gt;（另一个 Loadout 窗口或命令）。请等待其完成，然后点击“重试”。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The download failed:&lt;/b&gt; {detail}. Press Try again.</source>
+        <translation>&lt;b&gt;下载失败：&lt;/b&gt;{detail}。请点击“重试”。</translation>
+    </message>
+    <message>
+        <source>{n} s</source>
+        <translation>{n} 秒</translation>
+    </message>
+    <message>
+        <source>{n} min</source>
+        <translation>{n} 分钟</translation>
+    </message>
+    <message>
+        <source>{h} h {m} min</source>
+        <translation>{h} 小时 {m} 分钟</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Cancel download</source>
+        <translation>取消下载</translation>
+    </message>
+    <message>
+        <source>Stop and remove what was downloaded.</source>
+        <translation>停止并删除已下载的部分。</translation>
+    </message>
+</context>
+<context>
     <name>EngineBanner</name>
+    <message>
+        <source>The engine stopped (exit code {code}): worker {workers} went away or stopped answering, and the answer ended there. Loadout is still running. Plan again without it, or start the worker again and check it in Settings → Cluster.</source>
+        <translation>引擎已停止（退出码 {code}）：工作节点 {workers} 已断开或不再响应，回答到此为止。Loadout 仍在运行。请不用它重新规划，或重新启动该工作节点，并在“设置 → 集群”中检查它。</translation>
+    </message>
     <message>
         <source>The engine stopped unexpectedly (exit code {code}); Loadout is still running. Its last log lines say why. A safer plan keeps more memory free (fewer layers on the GPU, smaller batches).</source>
         <translation>引擎意外停止（退出码 {code}）；Loadout 仍在运行。下方是引擎最后的日志，说明了原因。更安全的方案会留出更多空闲内存（GPU 上的层更少，批次更小）。</translation>
@@ -603,6 +979,10 @@
     <message>
         <source>Retry with a safer plan</source>
         <translation>用更安全的方案重试</translation>
+    </message>
+    <message>
+        <source>Plan again without {workers}</source>
+        <translation>不用 {workers} 重新规划</translation>
     </message>
     <message>
         <source>Dismiss</source>
@@ -791,6 +1171,57 @@
     </message>
 </context>
 <context>
+    <name>MachineStep</name>
+    <message>
+        <source>Still detecting this machine&apos;s hardware… The next step opens as soon as it is known.</source>
+        <translation>仍在检测本机硬件…检测完成后即可进入下一步。</translation>
+    </message>
+    <message>
+        <source>Models are recommended for the edited what-if rig below (Plan page).</source>
+        <translation>将针对下方修改后的假设配置（“计划”页）推荐模型。</translation>
+    </message>
+    <message>
+        <source>Models are recommended for this machine, as detected:</source>
+        <translation>将针对检测到的本机配置推荐模型：</translation>
+    </message>
+    <message>
+        <source>{name}: {free} free of {total} VRAM, {bandwidth}</source>
+        <translation>{name}：显存空闲 {free}，共 {total}，{bandwidth}</translation>
+    </message>
+    <message>
+        <source>None: models run on the CPU, from RAM.</source>
+        <translation>无：模型在 CPU 上从内存运行。</translation>
+    </message>
+    <message>
+        <source>{available} available of {total}, {bandwidth}</source>
+        <translation>可用 {available}，共 {total}，{bandwidth}</translation>
+    </message>
+    <message>
+        <source>{cpu}, {cores} cores</source>
+        <translation>{cpu}，{cores} 核</translation>
+    </message>
+    <message>
+        <source>{free} free in {folder}</source>
+        <translation>{folder} 中空闲 {free}</translation>
+    </message>
+    <message>
+        <source>GPUs</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Memory (RAM)</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>Processor</source>
+        <translation>处理器</translation>
+    </message>
+    <message>
+        <source>Disk for downloads</source>
+        <translation>下载所在磁盘</translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message>
         <source>Loadout</source>
@@ -885,6 +1316,73 @@
     </message>
 </context>
 <context>
+    <name>ModelWizard</name>
+    <message>
+        <source>Show recommendations</source>
+        <translation>查看推荐</translation>
+    </message>
+    <message>
+        <source>Use this model</source>
+        <translation>使用此模型</translation>
+    </message>
+    <message>
+        <source>Download this model</source>
+        <translation>下载此模型</translation>
+    </message>
+    <message>
+        <source>Next</source>
+        <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Machine</source>
+        <translation>机器</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任务</translation>
+    </message>
+    <message>
+        <source>Choose</source>
+        <translation>选择</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下载</translation>
+    </message>
+    <message>
+        <source>Chat</source>
+        <translation>聊天</translation>
+    </message>
+    <message>
+        <source>Find a model for this machine</source>
+        <translation>为本机寻找模型</translation>
+    </message>
+    <message>
+        <source>This machine</source>
+        <translation>本机</translation>
+    </message>
+    <message>
+        <source>What is it for?</source>
+        <translation>用来做什么？</translation>
+    </message>
+    <message>
+        <source>Recommended models</source>
+        <translation>推荐模型</translation>
+    </message>
+    <message>
+        <source>Ready to chat</source>
+        <translation>可以开始聊天了</translation>
+    </message>
+    <message>
+        <source>Back</source>
+        <translation>上一步</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+</context>
+<context>
     <name>ModelsPage</name>
     <message>
         <source>Models</source>
@@ -905,6 +1403,14 @@
     <message>
         <source>Look again</source>
         <translation>重新查找</translation>
+    </message>
+    <message>
+        <source>Find a model for this machine…</source>
+        <translation>为本机寻找模型…</translation>
+    </message>
+    <message>
+        <source>Models recommended for this machine&apos;s hardware, downloaded and ready to chat</source>
+        <translation>根据本机硬件推荐的模型，下载后即可聊天</translation>
     </message>
     <message>
         <source>Looking for models on disk…</source>
@@ -1298,6 +1804,33 @@
     <message>
         <source>Folder with GGUF models</source>
         <translation>存放 GGUF 模型的文件夹</translation>
+    </message>
+</context>
+<context>
+    <name>TaskStep</name>
+    <message>
+        <source>What will you use the model for? Models are rated per task, and the speed needed differs.</source>
+        <translation>你打算用模型做什么？模型按任务评分，不同任务所需的速度也不同。</translation>
+    </message>
+    <message>
+        <source>Questions, explanations, everyday conversation.</source>
+        <translation>提问、讲解、日常对话。</translation>
+    </message>
+    <message>
+        <source>Writing, reviewing and fixing code; wants more speed.</source>
+        <translation>编写、审查和修复代码；需要更快的速度。</translation>
+    </message>
+    <message>
+        <source>Tool calls and multi-step tasks; wants more speed and no very low-bit files.</source>
+        <translation>工具调用和多步骤任务；需要更快的速度，且不宜使用极低位的量化文件。</translation>
+    </message>
+    <message>
+        <source>Step-by-step reasoning with numbers.</source>
+        <translation>涉及数字的逐步推理。</translation>
+    </message>
+    <message>
+        <source>Stories, letters, brainstorming.</source>
+        <translation>故事、信件、头脑风暴。</translation>
     </message>
 </context>
 <context>

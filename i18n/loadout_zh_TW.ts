@@ -148,6 +148,240 @@
     </message>
 </context>
 <context>
+    <name>ChooseStep</name>
+    <message>
+        <source>{name} (downloaded)</source>
+        <translation>{name}（已下載）</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Quantization</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下載大小</translation>
+    </message>
+    <message>
+        <source>Fits</source>
+        <translation>放置情況</translation>
+    </message>
+    <message>
+        <source>Decode t/s (predicted)</source>
+        <translation>解碼 t/s（預測）</translation>
+    </message>
+    <message>
+        <source>Context</source>
+        <translation>上下文</translation>
+    </message>
+    <message>
+        <source>{name} · {quant}: where every byte goes</source>
+        <translation>{name} · {quant}：每個位元組的去向</translation>
+    </message>
+    <message>
+        <source>{quality} quality ({bits:.1f} bits per weight), {size} to download, licence {licence}.</source>
+        <translation>品質：{quality}（每個權重 {bits:.1f} 位元），下載 {size}，授權條款 {licence}。</translation>
+    </message>
+    <message>
+        <source>Predicted here: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}; context {context}.</source>
+        <translation>本機預測：解碼 {decode} t/s，預填充 {prefill} t/s，首個 token 時間 {ttft}；上下文 {context}。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;This model does not fit this machine.&lt;/b&gt; Pick a smaller one.</source>
+        <translation>&lt;b&gt;此模型在這台機器上放不下。&lt;/b&gt;請選擇更小的模型。</translation>
+    </message>
+    <message>
+        <source>All on GPU</source>
+        <translation>全部在 GPU 上</translation>
+    </message>
+    <message>
+        <source>Experts in RAM</source>
+        <translation>專家在記憶體中</translation>
+    </message>
+    <message>
+        <source>Partly in RAM</source>
+        <translation>部分在記憶體中</translation>
+    </message>
+    <message>
+        <source>In RAM (CPU)</source>
+        <translation>在記憶體中（CPU）</translation>
+    </message>
+    <message>
+        <source>Reads from disk (slow)</source>
+        <translation>從磁碟讀取（慢）</translation>
+    </message>
+    <message>
+        <source>Does not fit</source>
+        <translation>放不下</translation>
+    </message>
+    <message>
+        <source>Near-lossless</source>
+        <translation>近乎無損</translation>
+    </message>
+    <message>
+        <source>High</source>
+        <translation>高</translation>
+    </message>
+    <message>
+        <source>Good</source>
+        <translation>良好</translation>
+    </message>
+    <message>
+        <source>Fair</source>
+        <translation>普通</translation>
+    </message>
+    <message>
+        <source>Low</source>
+        <translation>低</translation>
+    </message>
+    <message>
+        <source>About 3 bits per weight or fewer: answers get noticeably worse.</source>
+        <translation>每個權重約 3 位元或更少：回答品質會明顯變差。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The model hub cannot be reached&lt;/b&gt;, so Loadout cannot list models to download. Check the internet connection (and proxy settings), then press Retry.</source>
+        <translation>&lt;b&gt;無法連線至模型中心&lt;/b&gt;，因此 Loadout 無法列出可下載的模型。請檢查網路連線（以及代理伺服器設定），然後按「重試」。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;No model of the catalog could be judged.&lt;/b&gt; Press Retry; if it happens again, the details are in the log file.</source>
+        <translation>&lt;b&gt;目錄中沒有任何模型能完成評估。&lt;/b&gt;請按「重試」；如果再次發生，詳細資訊請見記錄檔。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The recommendations could not be made:&lt;/b&gt; {detail}. Press Retry.</source>
+        <translation>&lt;b&gt;無法產生推薦：&lt;/b&gt;{detail}。請按「重試」。</translation>
+    </message>
+    <message>
+        <source>Planning every model of the catalog on this machine for {task}…</source>
+        <translation>正在針對「{task}」在本機上規劃目錄中的每個模型…</translation>
+    </message>
+    <message>
+        <source>Best first for {task}, each planned on this machine. Select one to see where it would go.</source>
+        <translation>依適合「{task}」的程度由佳到次排列，每個都已在本機上規劃。選擇一個即可查看它會放在哪裡。</translation>
+    </message>
+    <message>
+        <source>Offline: sizes are from the hub&apos;s listing of {when}.</source>
+        <translation>離線：大小取自模型中心 {when} 的清單。</translation>
+    </message>
+    <message>
+        <source>Retry</source>
+        <translation>重試</translation>
+    </message>
+</context>
+<context>
+    <name>ClusterSection</name>
+    <message>
+        <source>Cluster</source>
+        <translation>叢集</translation>
+    </message>
+    <message>
+        <source>Pool other computers&apos; GPUs (or RAM) with this one: each runs a worker, and its devices join the plan and the memory map.</source>
+        <translation>將其他電腦的 GPU（或記憶體）與本機合併使用：每台電腦執行一個工作節點，其裝置會加入計畫與記憶體配置圖。</translation>
+    </message>
+    <message>
+        <source>⚠ The RPC protocol has no authentication and no encryption: add workers on a trusted local network only.</source>
+        <translation>⚠ 遠端程序呼叫協定既沒有身分驗證也沒有加密：只在受信任的區域網路中新增工作節點。</translation>
+    </message>
+    <message>
+        <source>On the other computer, run:</source>
+        <translation>在另一台電腦上執行：</translation>
+    </message>
+    <message>
+        <source>Worker</source>
+        <translation>工作節點</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>狀態</translation>
+    </message>
+    <message>
+        <source>No workers: plans use this computer only.</source>
+        <translation>沒有工作節點：計畫只使用本機。</translation>
+    </message>
+    <message>
+        <source>Address, e.g. 192.168.1.7:50052</source>
+        <translation>位址，例如 192.168.1.7:50052</translation>
+    </message>
+    <message>
+        <source>Add</source>
+        <translation>新增</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>移除</translation>
+    </message>
+    <message>
+        <source>Check again</source>
+        <translation>重新檢查</translation>
+    </message>
+    <message>
+        <source>Checking…</source>
+        <translation>正在檢查…</translation>
+    </message>
+    <message>
+        <source>CPU {index}</source>
+        <translation>CPU {index}</translation>
+    </message>
+    <message>
+        <source>GPU {index}</source>
+        <translation>GPU {index}</translation>
+    </message>
+    <message>
+        <source>{device}: {free} free of {total}</source>
+        <translation>{device}：可用 {free}，共 {total}</translation>
+    </message>
+    <message>
+        <source>Reachable, {count} device(s): {devices}</source>
+        <translation>可連線，{count} 個裝置：{devices}</translation>
+    </message>
+    <message>
+        <source>Left out: it went away while the engine was using it. Start it again there, then check again.</source>
+        <translation>已排除：引擎使用它時它中斷了。請在那台電腦上重新啟動它，然後重新檢查。</translation>
+    </message>
+    <message>
+        <source>Unreachable: {reason}</source>
+        <translation>無法連線：{reason}</translation>
+    </message>
+    <message>
+        <source>nothing listens at that port (is the worker running?)</source>
+        <translation>該連接埠上沒有程式在監聽（工作節點是否在執行？）</translation>
+    </message>
+    <message>
+        <source>no answer in time (wrong address, or a firewall?)</source>
+        <translation>未及時回應（位址錯誤，還是被防火牆阻擋？）</translation>
+    </message>
+    <message>
+        <source>busy: it serves another Loadout now</source>
+        <translation>忙碌：它正在為另一個 Loadout 服務</translation>
+    </message>
+    <message>
+        <source>it speaks another protocol version (use the same Loadout version on both computers)</source>
+        <translation>它使用的協定版本不同（請在兩台電腦上使用相同版本的 Loadout）</translation>
+    </message>
+    <message>
+        <source>it answered, but not as a Loadout worker</source>
+        <translation>它有回應，但不是 Loadout 工作節點</translation>
+    </message>
+    <message>
+        <source>it serves no device</source>
+        <translation>它沒有提供任何裝置</translation>
+    </message>
+    <message>
+        <source>not a worker address</source>
+        <translation>不是工作節點位址</translation>
+    </message>
+    <message>
+        <source>cannot be reached ({detail})</source>
+        <translation>無法連線（{detail}）</translation>
+    </message>
+    <message>
+        <source>“{text}” is not a worker address. Write HOST:PORT, for example 192.168.1.7:50052 (the port is 50052 when left out).</source>
+        <translation>「{text}」不是工作節點位址。請依 HOST:PORT 格式填寫，例如 192.168.1.7:50052（省略連接埠時為 50052）。</translation>
+    </message>
+</context>
+<context>
     <name>Codes</name>
     <message>
         <source>Main</source>
@@ -595,7 +829,149 @@
     </message>
 </context>
 <context>
+    <name>DoneStep</name>
+    <message>
+        <source>✓ {name} is downloaded and verified.</source>
+        <translation>✓ {name} 已下載並通過驗證。</translation>
+    </message>
+    <message>
+        <source>Saved as {path}. It is listed on the Models page from now on.</source>
+        <translation>已儲存為 {path}。今後它會列在「模型」頁中。</translation>
+    </message>
+    <message>
+        <source>Load and chat</source>
+        <translation>載入並聊天</translation>
+    </message>
+    <message>
+        <source>Plan it for this machine, start the engine, then open the chat.</source>
+        <translation>為本機規劃它、啟動引擎，然後開啟聊天。</translation>
+    </message>
+    <message>
+        <source>See its plan first</source>
+        <translation>先查看其計畫</translation>
+    </message>
+</context>
+<context>
+    <name>DownloadStep</name>
+    <message>
+        <source>{done} of {total}</source>
+        <translation>{done} / {total}</translation>
+    </message>
+    <message>
+        <source>{speed}/s</source>
+        <translation>{speed}/s</translation>
+    </message>
+    <message>
+        <source>about {eta} left</source>
+        <translation>剩餘約 {eta}</translation>
+    </message>
+    <message>
+        <source>Check again</source>
+        <translation>重新檢查</translation>
+    </message>
+    <message>
+        <source>Try again</source>
+        <translation>重試</translation>
+    </message>
+    <message>
+        <source>{size} into {folder} ({free} free on that disk). Every file is checked against the hub&apos;s sha256.</source>
+        <translation>{size}，下載到 {folder}（該磁碟可用 {free}）。每個檔案都會與模型中心提供的 sha256 核對。</translation>
+    </message>
+    <message>
+        <source>Checking the hub and the free disk space…</source>
+        <translation>正在檢查模型中心與磁碟可用空間…</translation>
+    </message>
+    <message>
+        <source>Ready to download.</source>
+        <translation>可以開始下載。</translation>
+    </message>
+    <message>
+        <source>Downloading… Pause (or closing this window) keeps what has arrived; Cancel removes it.</source>
+        <translation>正在下載… 「暫停」（或關閉此視窗）會保留已下載的部分；「取消下載」會將其刪除。</translation>
+    </message>
+    <message>
+        <source>Pausing…</source>
+        <translation>正在暫停…</translation>
+    </message>
+    <message>
+        <source>Paused at {done} of {total}. What was downloaded is kept: Resume continues from there, also after a restart.</source>
+        <translation>已暫停於 {done} / {total}。已下載的部分會保留：按「繼續」即從該處接著下載，重新啟動後也可以。</translation>
+    </message>
+    <message>
+        <source>Cancelling and removing the partial download…</source>
+        <translation>正在取消並刪除未完成的下載…</translation>
+    </message>
+    <message>
+        <source>Downloaded and verified.</source>
+        <translation>已下載並通過驗證。</translation>
+    </message>
+    <message>
+        <source>Cancelled: the partial download was removed.</source>
+        <translation>已取消：未完成的下載已刪除。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Not enough free disk space.&lt;/b&gt; This download needs {need} (and {margin} kept free) but only {free} is free in {folder}. Free some space, then press Check again.</source>
+        <translation>&lt;b&gt;磁碟空間不足。&lt;/b&gt;此下載需要 {need}（另需保留 {margin}），但 {folder} 中只有 {free} 可用。請騰出一些空間，然後按「重新檢查」。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The model hub cannot be reached.&lt;/b&gt; Check the internet connection, then press Try again. What was downloaded so far is kept.</source>
+        <translation>&lt;b&gt;無法連線至模型中心。&lt;/b&gt;請檢查網路連線，然後按「重試」。已下載的部分會保留。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The hub no longer has this file.&lt;/b&gt; Go back and pick another model.</source>
+        <translation>&lt;b&gt;模型中心已不再提供此檔案。&lt;/b&gt;請返回並選擇其他模型。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The file did not match the hub&apos;s sha256&lt;/b&gt; and was removed. Press Try again to download it again.</source>
+        <translation>&lt;b&gt;檔案與模型中心提供的 sha256 不符&lt;/b&gt;，已被刪除。按「重試」重新下載。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;This file is being downloaded elsewhere&lt;/b&gt; (another Loadout window or command). Wait for it, then press Try again.</source>
+        <translation>&lt;b&gt;此檔案正在別處下載&lt;/b&gt;（另一個 Loadout 視窗或指令）。請等待其完成，然後按「重試」。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The download failed:&lt;/b&gt; {detail}. Press Try again.</source>
+        <translation>&lt;b&gt;下載失敗：&lt;/b&gt;{detail}。請按「重試」。</translation>
+    </message>
+    <message>
+        <source>{n} s</source>
+        <translation>{n} 秒</translation>
+    </message>
+    <message>
+        <source>{n} min</source>
+        <translation>{n} 分鐘</translation>
+    </message>
+    <message>
+        <source>{h} h {m} min</source>
+        <translation>{h} 小時 {m} 分鐘</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下載</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暫停</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>繼續</translation>
+    </message>
+    <message>
+        <source>Cancel download</source>
+        <translation>取消下載</translation>
+    </message>
+    <message>
+        <source>Stop and remove what was downloaded.</source>
+        <translation>停止並刪除已下載的部分。</translation>
+    </message>
+</context>
+<context>
     <name>EngineBanner</name>
+    <message>
+        <source>The engine stopped (exit code {code}): worker {workers} went away or stopped answering, and the answer ended there. Loadout is still running. Plan again without it, or start the worker again and check it in Settings → Cluster.</source>
+        <translation>引擎已停止（結束碼 {code}）：工作節點 {workers} 已中斷或不再回應，回答到此為止。Loadout 仍在執行。請不用它重新規劃，或重新啟動該工作節點，並在「設定 → 叢集」中檢查它。</translation>
+    </message>
     <message>
         <source>The engine stopped unexpectedly (exit code {code}); Loadout is still running. Its last log lines say why. A safer plan keeps more memory free (fewer layers on the GPU, smaller batches).</source>
         <translation>引擎意外停止（結束碼 {code}）；Loadout 仍在執行。下方是引擎最後的記錄，說明了原因。更安全的方案會留出更多空閒記憶體（GPU 上的層更少，批次更小）。</translation>
@@ -603,6 +979,10 @@
     <message>
         <source>Retry with a safer plan</source>
         <translation>用更安全的方案重試</translation>
+    </message>
+    <message>
+        <source>Plan again without {workers}</source>
+        <translation>不用 {workers} 重新規劃</translation>
     </message>
     <message>
         <source>Dismiss</source>
@@ -791,6 +1171,57 @@
     </message>
 </context>
 <context>
+    <name>MachineStep</name>
+    <message>
+        <source>Still detecting this machine&apos;s hardware… The next step opens as soon as it is known.</source>
+        <translation>仍在偵測本機硬體…偵測完成後即可進入下一步。</translation>
+    </message>
+    <message>
+        <source>Models are recommended for the edited what-if rig below (Plan page).</source>
+        <translation>將針對下方修改後的假設配置（「計畫」頁）推薦模型。</translation>
+    </message>
+    <message>
+        <source>Models are recommended for this machine, as detected:</source>
+        <translation>將針對偵測到的本機配置推薦模型：</translation>
+    </message>
+    <message>
+        <source>{name}: {free} free of {total} VRAM, {bandwidth}</source>
+        <translation>{name}：顯示記憶體可用 {free}，共 {total}，{bandwidth}</translation>
+    </message>
+    <message>
+        <source>None: models run on the CPU, from RAM.</source>
+        <translation>無：模型在 CPU 上從記憶體執行。</translation>
+    </message>
+    <message>
+        <source>{available} available of {total}, {bandwidth}</source>
+        <translation>可用 {available}，共 {total}，{bandwidth}</translation>
+    </message>
+    <message>
+        <source>{cpu}, {cores} cores</source>
+        <translation>{cpu}，{cores} 核心</translation>
+    </message>
+    <message>
+        <source>{free} free in {folder}</source>
+        <translation>{folder} 中可用 {free}</translation>
+    </message>
+    <message>
+        <source>GPUs</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Memory (RAM)</source>
+        <translation>記憶體</translation>
+    </message>
+    <message>
+        <source>Processor</source>
+        <translation>處理器</translation>
+    </message>
+    <message>
+        <source>Disk for downloads</source>
+        <translation>下載所在磁碟</translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message>
         <source>Loadout</source>
@@ -885,6 +1316,73 @@
     </message>
 </context>
 <context>
+    <name>ModelWizard</name>
+    <message>
+        <source>Show recommendations</source>
+        <translation>查看推薦</translation>
+    </message>
+    <message>
+        <source>Use this model</source>
+        <translation>使用此模型</translation>
+    </message>
+    <message>
+        <source>Download this model</source>
+        <translation>下載此模型</translation>
+    </message>
+    <message>
+        <source>Next</source>
+        <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Machine</source>
+        <translation>機器</translation>
+    </message>
+    <message>
+        <source>Task</source>
+        <translation>任務</translation>
+    </message>
+    <message>
+        <source>Choose</source>
+        <translation>選擇</translation>
+    </message>
+    <message>
+        <source>Download</source>
+        <translation>下載</translation>
+    </message>
+    <message>
+        <source>Chat</source>
+        <translation>聊天</translation>
+    </message>
+    <message>
+        <source>Find a model for this machine</source>
+        <translation>為本機尋找模型</translation>
+    </message>
+    <message>
+        <source>This machine</source>
+        <translation>本機</translation>
+    </message>
+    <message>
+        <source>What is it for?</source>
+        <translation>用來做什麼？</translation>
+    </message>
+    <message>
+        <source>Recommended models</source>
+        <translation>推薦模型</translation>
+    </message>
+    <message>
+        <source>Ready to chat</source>
+        <translation>可以開始聊天了</translation>
+    </message>
+    <message>
+        <source>Back</source>
+        <translation>上一步</translation>
+    </message>
+    <message>
+        <source>Close</source>
+        <translation>關閉</translation>
+    </message>
+</context>
+<context>
     <name>ModelsPage</name>
     <message>
         <source>Models</source>
@@ -905,6 +1403,14 @@
     <message>
         <source>Look again</source>
         <translation>重新尋找</translation>
+    </message>
+    <message>
+        <source>Find a model for this machine…</source>
+        <translation>為本機尋找模型…</translation>
+    </message>
+    <message>
+        <source>Models recommended for this machine&apos;s hardware, downloaded and ready to chat</source>
+        <translation>依本機硬體推薦的模型，下載後即可聊天</translation>
     </message>
     <message>
         <source>Looking for models on disk…</source>
@@ -1298,6 +1804,33 @@
     <message>
         <source>Folder with GGUF models</source>
         <translation>存放 GGUF 模型的資料夾</translation>
+    </message>
+</context>
+<context>
+    <name>TaskStep</name>
+    <message>
+        <source>What will you use the model for? Models are rated per task, and the speed needed differs.</source>
+        <translation>你打算用模型做什麼？模型依任務評分，不同任務所需的速度也不同。</translation>
+    </message>
+    <message>
+        <source>Questions, explanations, everyday conversation.</source>
+        <translation>提問、解說、日常對話。</translation>
+    </message>
+    <message>
+        <source>Writing, reviewing and fixing code; wants more speed.</source>
+        <translation>撰寫、審查與修正程式碼；需要更快的速度。</translation>
+    </message>
+    <message>
+        <source>Tool calls and multi-step tasks; wants more speed and no very low-bit files.</source>
+        <translation>工具呼叫與多步驟任務；需要更快的速度，且不宜使用極低位元的量化檔案。</translation>
+    </message>
+    <message>
+        <source>Step-by-step reasoning with numbers.</source>
+        <translation>涉及數字的逐步推理。</translation>
+    </message>
+    <message>
+        <source>Stories, letters, brainstorming.</source>
+        <translation>故事、信件、腦力激盪。</translation>
     </message>
 </context>
 <context>
