@@ -70,9 +70,14 @@ class LaunchSpec:
     devices: tuple[str, ...] = ()
     # RPC workers (HOST:PORT) whose devices are registered before the load.
     rpc_workers: tuple[str, ...] = ()
-    # speculative decoding for requests that do not choose: "off" | "ngram"
+    # speculative decoding for requests that do not choose: "off" | "ngram" | "draft" | "mtp"
+    # ("draft" loads draft_model_path beside the model, "mtp" the model's NextN layers)
     spec_mode: str = "off"
     draft_tokens: int = 8
+    # the draft model (same vocabulary) and its own placement
+    draft_model_path: str | None = None
+    draft_n_gpu_layers: int = -1
+    draft_devices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -86,6 +91,8 @@ class LaunchSpec:
             raise ValueError(f"spec_mode must be one of {SPEC_MODES}, not {self.spec_mode!r}")
         if self.draft_tokens < 0:
             raise ValueError("draft_tokens must not be negative")
+        if self.spec_mode == "draft" and not self.draft_model_path:
+            raise ValueError("spec_mode 'draft' needs draft_model_path")
         if self.n_ctx < 1 or self.n_seq_max < 1 or self.n_batch < 1 or self.n_ubatch < 1:
             raise ValueError("n_ctx, n_seq_max, n_batch and n_ubatch must be positive")
 
@@ -149,7 +156,7 @@ def _coerce(key: str, value: Any) -> Any:
         return tuple(float(x) for x in (value or ()))
     if key == "tensor_overrides":
         return tuple((str(p), str(d)) for p, d in (value or ()))
-    if key in ("devices", "rpc_workers"):
+    if key in ("devices", "rpc_workers", "draft_devices"):
         return tuple(str(x) for x in (value or ()))
     if key in ("type_k", "type_v"):
         if isinstance(value, int):

@@ -25,10 +25,11 @@ from engine.errors import (
 from engine.launch import LaunchSpec
 from engine.metrics import RequestTimer
 from engine.native.context import NativeContext
-from engine.native.model import NativeModel
+from engine.native.model import NativeModel, llama
 from engine.native.tokens import Vocab
 from engine.requests import Chunk, GenerationRequest, RequestHandle
 from engine.scheduler import Admission, Scheduler
+from engine.speculative import Drafter
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +64,21 @@ class Engine:
             return progress(value) if progress is not None else True
 
         self._model = NativeModel(spec, on_progress)
+        drafters: dict[str, Drafter] = {}
         try:
             self._ctx = NativeContext(self._model, spec)
+            self.speculation_refusal = rollback_refusal(self._model)
+            if self.speculation_refusal is None:
+                drafters = load_drafters(self._model, self._ctx, spec)
+            elif spec.spec_mode != "off":
+                log.warning("speculation stays off: %s", self.speculation_refusal)
             self._scheduler = Scheduler(self._ctx, Vocab(self._model.vocab),
                                         self._model.n_vocab, spec_mode=spec.spec_mode,
-                                        draft_tokens=spec.draft_tokens)
+                                        draft_tokens=spec.draft_tokens, drafters=drafters,
+                                        spec_refusal=self.speculation_refusal)
         except BaseException:
+            for drafter in drafters.values():
+                drafter.free()
             if hasattr(self, "_ctx"):
                 self._ctx.free()
             self._model.free()
@@ -93,6 +103,13 @@ class Engine:
     def model_name(self) -> str:
         """The model's ``general.name`` (or its file name)."""
         return self._name
+
+    @property
+    def speculation_modes(self) -> tuple[str, ...]:
+        """The speculation modes a request may ask for (none when the model refuses)."""
+        if self.speculation_refusal is not None:
+            return ("off",)
+        return ("off", *self._scheduler.drafters)
 
     @property
     def n_ctx_per_seq(self) -> int:
@@ -235,3 +252,27 @@ class Engine:
                 return
             item.handle.push(Chunk("", (), "cancelled", item.timer.snapshot(),
                                    error="the engine was closed"))
+
+
+def rollback_refusal(model: NativeModel) -> str | None:
+    """Why this model cannot speculate: llama.cpp cannot drop the rejected drafts from a
+    recurrent state (None when it can)."""
+    lib = llama()
+    if lib.llama_model_is_recurrent(model.ptr) or lib.llama_model_is_hybrid(model.ptr):
+        return ("the model keeps a recurrent state, from which llama.cpp cannot drop "
+                "rejected drafts")
+    return None
+
+
+def load_drafters(model: NativeModel, ctx: NativeContext,
+                  spec: LaunchSpec) -> dict[str, Drafter]:
+    """The drafter the spec loads beside the model: a draft model or the NextN head."""
+    if spec.spec_mode == "draft":
+        from engine.draft_model import DraftModel
+
+        return {"draft": DraftModel(model, spec)}
+    if spec.spec_mode == "mtp":
+        from engine.mtp import MtpDrafter
+
+        return {"mtp": MtpDrafter(model, ctx, spec)}
+    return {}

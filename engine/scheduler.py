@@ -5,12 +5,18 @@ generating slot plus as much of the waiting prompts as the batch has room for (c
 prefill), then samples one token for every slot whose logits were computed. A new request
 joins between steps. A slot keeps its tokens after a request ends so that the next request
 reuses the longest common prefix of its KV cells.
+
+Speculation (see :mod:`engine.speculative`): a generating slot's drafts follow its pending
+token in the same decode; every drafter sees each decoded batch (the MTP head needs the
+target's hidden states) and each rollback of rejected drafts. Each step's wall time is
+charged to the slots that were generating, so a request can judge whether drafting pays.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +27,12 @@ from engine.native.context import NativeContext
 from engine.native.sampler import SamplerChain
 from engine.native.tokens import Detokenizer, Vocab
 from engine.requests import Chunk, RequestHandle, SamplingParams
-from engine.speculative import SpecState, ngram_draft
+from engine.speculative import Drafter, NgramDrafter, Run, SpecState
 
 log = logging.getLogger(__name__)
 
 RETRY_PENALTIES = {"repeat_penalty": 1.3, "presence_penalty": 0.6, "frequency_penalty": 0.6}
+NOT_LOADED = {"draft": "no draft model is loaded", "mtp": "the model was loaded without MTP"}
 
 
 @dataclass
@@ -79,10 +86,16 @@ class Scheduler:
     """Owns the slots and the batch; driven by the engine thread only."""
 
     def __init__(self, ctx: NativeContext, vocab: Vocab, n_vocab: int, *,
-                 spec_mode: str = "off", draft_tokens: int = 8) -> None:
+                 spec_mode: str = "off", draft_tokens: int = 8,
+                 drafters: Mapping[str, Drafter] | None = None,
+                 spec_refusal: str | None = None) -> None:
+        """``drafters``: the loaded drafters by mode (n-gram is always there);
+        ``spec_refusal``: why this model cannot speculate at all (a recurrent state)."""
         self.ctx = ctx
         self.spec_mode = spec_mode
         self.draft_tokens = draft_tokens
+        self.drafters: dict[str, Drafter] = {"ngram": NgramDrafter(), **(drafters or {})}
+        self.spec_refusal = spec_refusal
         self.vocab = vocab
         self.n_vocab = n_vocab
         self.slots = [Slot(seq=i) for i in range(ctx.n_seq_max)]
@@ -111,9 +124,13 @@ class Scheduler:
             return
         reuse = common_prefix(slot.tokens, item.prompt)
         reuse = min(reuse, len(item.prompt) - 1)  # the last prompt token must be decoded
+        for drafter in self.drafters.values():
+            reuse = min(reuse, drafter.admit(slot.seq, reuse))
         if not self.ctx.seq_rm(slot.seq, reuse, -1):
             self.ctx.seq_clear(slot.seq)
             reuse = 0
+            for drafter in self.drafters.values():
+                drafter.admit(slot.seq, 0)
         slot.tokens = item.prompt[:reuse]
         slot.state, slot.handle, slot.params = "prefill", item.handle, params
         slot.prompt, slot.n_prompt_done = item.prompt, reuse
@@ -127,6 +144,11 @@ class Scheduler:
         mode = params.spec_mode if params.spec_mode is not None else self.spec_mode
         k = params.draft_tokens if params.draft_tokens is not None else self.draft_tokens
         slot.spec = SpecState(mode, k) if mode != "off" else None
+        if slot.spec is not None:
+            if self.spec_refusal is not None:
+                slot.spec.turn_off(self.spec_refusal)
+            elif mode not in self.drafters:
+                slot.spec.turn_off(NOT_LOADED.get(mode, f"no {mode} drafter is loaded"))
         slot.drafts = []
         slot.timer.speculation = slot.spec.label() if slot.spec is not None else None
 
@@ -145,15 +167,23 @@ class Scheduler:
         for slot in self.slots:
             if slot.busy and slot.handle is not None and slot.handle.cancelled.is_set():
                 self._finish(slot, "cancelled")
+        t0 = time.perf_counter()
         batch = self.batch
         batch.clear()
+        runs: list[Run] = []
+        timed: list[tuple[Slot, SpecState, bool, int]] = []
         for slot in self.slots:
             slot.logits_index = -1
             if slot.state == "generate" and slot.pending is not None:
-                slot.logits_index = batch.add(slot.pending, len(slot.tokens), slot.seq, True)
+                pos = len(slot.tokens)
+                slot.logits_index = batch.add(slot.pending, pos, slot.seq, True)
                 slot.tokens.append(slot.pending)
                 slot.pending = None
                 self._add_drafts(slot)
+                runs.append(Run(slot.seq, slot.logits_index, pos, tuple(slot.tokens[pos:])))
+                if slot.spec is not None and slot.timer is not None:
+                    timed.append((slot, slot.spec, bool(slot.drafts),
+                                  slot.timer.generated_tokens))
         for slot in self.slots:
             if slot.state != "prefill" or batch.free_space <= 0:
                 continue
@@ -163,6 +193,7 @@ class Scheduler:
             start = slot.n_prompt_done
             chunk = slot.prompt[start:start + batch.free_space]
             last = start + len(chunk) == len(slot.prompt)
+            runs.append(Run(slot.seq, batch.n_tokens, start, tuple(chunk)))
             index = batch.add_run(chunk, start, slot.seq, logits_last=last)
             slot.tokens.extend(chunk)
             slot.n_prompt_done += len(chunk)
@@ -174,21 +205,30 @@ class Scheduler:
         if status != 0:
             self._decode_failed(status)
             return
+        for drafter in self.drafters.values():
+            drafter.decoded(batch.n_tokens, runs)
         for slot in self.slots:
             if slot.logits_index >= 0 and slot.busy:
                 self._after_decode(slot)
+        seconds = time.perf_counter() - t0
+        for slot, spec, drafted, before in timed:
+            assert slot.timer is not None
+            spec.timed(drafted, slot.timer.generated_tokens - before, seconds)
+            slot.timer.speculation = spec.label()
 
     def _add_drafts(self, slot: Slot) -> None:
-        """Put the slot's n-gram drafts after its pending token (logits at each)."""
+        """Put the slot's drafts after its pending token (logits at each)."""
         slot.drafts = []
         spec = slot.spec
-        if spec is None or not spec.on:
+        if spec is None or not spec.wanted():
             return
         assert slot.params is not None
-        room = min(spec.draft_tokens, self.batch.free_space,
+        room = min(spec.wanted(), self.batch.free_space,
                    self.ctx.n_ctx_seq - len(slot.tokens) - 1,
                    slot.params.max_tokens - slot.generated - 1)
-        drafts = ngram_draft(slot.tokens, room)
+        if room < 1:
+            return
+        drafts = self.drafters[spec.mode].draft(slot.seq, slot.tokens, room)[:room]
         for token in drafts:
             self.batch.add(token, len(slot.tokens), slot.seq, True)
             slot.tokens.append(token)
@@ -201,6 +241,8 @@ class Scheduler:
             if slot.busy:
                 # the cells of a failed batch are unknown: forget the sequence entirely
                 self.ctx.seq_clear(slot.seq)
+                for drafter in self.drafters.values():
+                    drafter.admit(slot.seq, 0)
                 slot.tokens = []
                 self._finish(slot, "error", error=reason)
 
@@ -241,6 +283,8 @@ class Scheduler:
         if kept < len(drafts):
             if not self.ctx.seq_rm(slot.seq, base + kept, -1):
                 log.warning("could not drop rejected drafts of slot %d", slot.seq)
+            for drafter in self.drafters.values():
+                drafter.rollback(slot.seq, base + kept, kept)
             del slot.tokens[base + kept:]
 
     def _take(self, slot: Slot, token: int, held: int | None = None) -> bool:
@@ -372,11 +416,13 @@ class Scheduler:
                 self._finish(slot, reason, error=error)
 
     def free(self) -> None:
-        """Release the batch and any sampler still held."""
+        """Release the batch, the drafters and any sampler still held."""
         for slot in self.slots:
             if slot.sampler is not None:
                 slot.sampler.free()
                 slot.sampler = None
+        for drafter in self.drafters.values():
+            drafter.free()
         self.batch.free()
 
 

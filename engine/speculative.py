@@ -1,29 +1,40 @@
-"""Speculative decoding by n-gram (prompt) lookup: drafting and the per-request switch.
+"""Speculative decoding: n-gram drafting, the drafter interface and the per-request switch.
 
-Drafting: the longest suffix (``NGRAM_MAX`` .. ``NGRAM_MIN`` tokens) of a slot's tokens that
-occurred earlier in the same slot (prompt and output so far) proposes the tokens that
-followed its latest earlier occurrence. Verification happens in the scheduler: the pending
-token and the drafts go into the same ``llama_decode`` with logits at every position, the
-target samples at each position with the slot's own chain, and a draft is accepted iff it
-equals the token the target sampled there. The proposal is deterministic, so this keeps the
-target's distribution exactly (and at temperature 0 every token is the target's argmax).
+Drafters propose tokens after a slot's pending token: the n-gram (prompt lookup) drafter
+here, a small draft model (:mod:`engine.draft_model`) or the model's own NextN heads
+(:mod:`engine.mtp`). Verification happens in the scheduler: the pending token and the
+drafts go into the same ``llama_decode`` with logits at every position, the target samples
+at each position with the slot's own chain, and a draft is accepted iff it equals the token
+the target sampled there. Every proposal is deterministic given the slot's tokens, so this
+keeps the target's distribution exactly (and at temperature 0 every token is the target's
+argmax).
 
-Adaptive: a request whose acceptance stays below ``MIN_ACCEPTANCE`` after ``PROBE_DRAFTS``
-drafted tokens stops drafting; its metrics say so.
+N-gram drafting: the longest suffix (``NGRAM_MAX`` .. ``NGRAM_MIN`` tokens) of a slot's
+tokens that occurred earlier in the same slot proposes the tokens that followed its latest
+earlier occurrence; a one-token match is too weak to pay for its verification.
+
+Adaptive, per request (:class:`SpecState`): the draft length halves toward what was
+accepted after a rejection and doubles back after a fully accepted draft; drafting turns
+off when acceptance stays below ``MIN_ACCEPTANCE``, or when steps with drafts yield fewer
+tokens per second than plain steps (measured: plain steps happen when there is nothing to
+draft, else a short probe of plain steps is run). The metrics say why it turned off.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
-SPEC_MODES = ("off", "ngram")
-NGRAM_MAX = 3
-NGRAM_MIN = 1
-PROBE_DRAFTS = 24  # drafted tokens before the switch may judge a request
+SPEC_MODES = ("off", "ngram", "draft", "mtp")
+NGRAM_MAX = 4
+NGRAM_MIN = 2
+PROBE_DRAFTS = 24  # drafted tokens before the acceptance switch may judge a request
 MIN_ACCEPTANCE = 0.4  # below this, verifying drafts costs more than it gives on a CPU
+COST_STEPS = 6  # steps with drafts before their speed is compared with plain steps
+PLAIN_PROBE = 4  # plain steps measured (forced if none happened) for that comparison
 SEARCH_WINDOW = 4096  # tokens of history searched for a match
 
 
@@ -49,6 +60,65 @@ def ngram_draft(history: list[int], k: int, n_max: int = NGRAM_MAX,
     return []
 
 
+@dataclass(frozen=True)
+class Run:
+    """Consecutive tokens of one sequence in a decoded batch: where they sat and what."""
+
+    seq: int
+    index: int  # batch index of the first token
+    pos: int  # position of the first token
+    tokens: tuple[int, ...]
+
+
+class Drafter(Protocol):
+    """Something that proposes tokens for a slot and keeps its own state in step."""
+
+    mode: str
+
+    def admit(self, seq: int, reuse: int) -> int:
+        """A sequence keeps its first ``reuse`` cells for a new request; returns how many
+        this drafter can follow (the scheduler re-decodes the rest)."""
+        ...
+
+    def draft(self, seq: int, tokens: list[int], k: int) -> list[int]:
+        """Up to ``k`` tokens to follow ``tokens`` (whose last one is not decoded yet)."""
+        ...
+
+    def decoded(self, n_tokens: int, runs: list[Run]) -> None:
+        """The target decoded a batch of ``n_tokens`` holding ``runs``."""
+        ...
+
+    def rollback(self, seq: int, keep: int, row: int) -> None:
+        """The target kept the sequence's first ``keep`` cells after verifying drafts;
+        ``row`` is the kept token's row in the last run of ``seq``."""
+        ...
+
+    def free(self) -> None:
+        """Release native resources."""
+        ...
+
+
+class NgramDrafter:
+    """Prompt lookup: needs no state beyond the slot's own tokens."""
+
+    mode = "ngram"
+
+    def admit(self, seq: int, reuse: int) -> int:
+        return reuse
+
+    def draft(self, seq: int, tokens: list[int], k: int) -> list[int]:
+        return ngram_draft(tokens, k)
+
+    def decoded(self, n_tokens: int, runs: list[Run]) -> None:
+        return None
+
+    def rollback(self, seq: int, keep: int, row: int) -> None:
+        return None
+
+    def free(self) -> None:
+        return None
+
+
 @dataclass
 class SpecState:
     """Speculation of one request: its mode, draft length and whether it is still on."""
@@ -58,19 +128,67 @@ class SpecState:
     drafted: int = 0
     accepted: int = 0
     off_reason: str | None = None
+    length: int = 0  # drafts asked for at the next step (adapts; 0: ``draft_tokens``)
+    draft_steps: int = 0
+    draft_out: int = 0
+    draft_s: float = 0.0
+    plain_steps: int = 0
+    plain_out: int = 0
+    plain_s: float = 0.0
+    probe: int = 0  # plain steps still to run before the cost is judged
+
+    def __post_init__(self) -> None:
+        self.length = self.length or self.draft_tokens
 
     @property
     def on(self) -> bool:
         return self.mode != "off" and self.off_reason is None and self.draft_tokens > 0
 
+    def wanted(self) -> int:
+        """How many drafts to ask for at the next step (0: a plain step)."""
+        if not self.on or self.probe > 0:
+            return 0
+        return self.length
+
+    def turn_off(self, reason: str) -> None:
+        """Stop drafting for this request, saying why."""
+        if self.off_reason is None:
+            self.off_reason = reason
+            log.info("speculation off for a request: %s", reason)
+
     def record(self, drafted: int, accepted: int) -> None:
-        """Count one verification; turn off when acceptance stays too low to pay."""
+        """Count one verification; adapt the draft length; turn off at low acceptance."""
         self.drafted += drafted
         self.accepted += accepted
+        if accepted == drafted:
+            self.length = min(self.draft_tokens, max(1, self.length) * 2)
+        else:
+            self.length = max(1, min(self.length // 2, accepted + 1))
         if self.drafted >= PROBE_DRAFTS and self.accepted < MIN_ACCEPTANCE * self.drafted:
-            self.off_reason = (f"acceptance {self.accepted / self.drafted:.0%} below "
-                               f"{MIN_ACCEPTANCE:.0%}")
-            log.info("speculation off for a request: %s", self.off_reason)
+            self.turn_off(f"acceptance {self.accepted / self.drafted:.0%} below "
+                          f"{MIN_ACCEPTANCE:.0%}")
+
+    def timed(self, drafted: bool, emitted: int, seconds: float) -> None:
+        """Count one decode step's wall time; turn off when drafting does not pay."""
+        if drafted:
+            self.draft_steps += 1
+            self.draft_out += emitted
+            self.draft_s += seconds
+        else:
+            self.plain_steps += 1
+            self.plain_out += emitted
+            self.plain_s += seconds
+            self.probe = max(0, self.probe - 1)
+        if not self.on or self.draft_steps < COST_STEPS or self.probe > 0:
+            return
+        if self.plain_steps < PLAIN_PROBE:
+            self.probe = PLAIN_PROBE - self.plain_steps
+            return
+        with_drafts = self.draft_out / max(1e-9, self.draft_s)
+        plain = self.plain_out / max(1e-9, self.plain_s)
+        if with_drafts < plain:
+            self.turn_off(f"steps with drafts gave {with_drafts:.1f} t/s, plain steps "
+                          f"{plain:.1f} t/s")
 
     def label(self) -> str | None:
         """What the metrics say: the mode, or why it turned off; None when never asked."""

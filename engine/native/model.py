@@ -106,6 +106,7 @@ def model_params(spec: LaunchSpec, progress: Callable[[float], bool] | None) -> 
     params.n_gpu_layers = spec.n_gpu_layers
     params.split_mode = _SPLIT[spec.split_mode]
     params.main_gpu = spec.main_gpu
+    params.load_mtp = spec.spec_mode == "mtp"  # the NextN layers, for MTP drafting
     if spec.use_mmap and spec.use_mlock:
         params.load_mode = lib.LLAMA_LOAD_MODE_MMAP_MLOCK
     elif spec.use_mlock:

@@ -14,7 +14,13 @@ from engine.native.context import NativeContext
 from engine.native.model import NativeModel, llama
 from engine.requests import Chunk, GenerationRequest, SamplingParams
 from engine.runtime import Engine
-from engine.speculative import PROBE_DRAFTS, SpecState, ngram_draft
+from engine.speculative import (
+    COST_STEPS,
+    PLAIN_PROBE,
+    PROBE_DRAFTS,
+    SpecState,
+    ngram_draft,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -38,8 +44,39 @@ def test_ngram_draft_follows_the_latest_longest_match() -> None:
     assert ngram_draft(history, 3) == [7, 8, 5]
     assert ngram_draft(history, 1) == [7]
     assert ngram_draft([4, 5, 6], 4) == []  # no earlier occurrence
-    assert ngram_draft([1, 2, 1], 4) == [2, 1]  # the 1-gram [1]
+    assert ngram_draft([1, 2, 1], 4) == []  # a one-token match is too weak to draft on
+    assert ngram_draft([1, 2, 1], 4, n_min=1) == [2, 1]
     assert ngram_draft(history, 0) == []
+
+
+def test_draft_length_shrinks_after_rejections_and_grows_back() -> None:
+    state = SpecState("ngram", 8)
+    state.record(8, 2)
+    assert state.wanted() == 3  # what was accepted, plus one
+    state.record(3, 3)
+    assert state.wanted() == 6
+    state.record(6, 6)
+    assert state.wanted() == 8  # never above the asked length
+
+
+def test_cost_switch_probes_plain_steps_then_turns_off_when_drafts_do_not_pay() -> None:
+    state = SpecState("ngram", 4)
+    for _ in range(COST_STEPS):
+        state.timed(True, 1, 0.02)  # 50 t/s while drafting
+    assert state.wanted() == 0  # no plain step seen yet: a probe of plain steps first
+    for _ in range(PLAIN_PROBE):
+        state.timed(False, 1, 0.01)  # 100 t/s plain
+    assert not state.on
+    assert "steps with drafts gave 50.0 t/s, plain steps 100.0 t/s" in (state.label() or "")
+
+
+def test_cost_switch_keeps_drafting_that_pays() -> None:
+    state = SpecState("ngram", 4)
+    for _ in range(PLAIN_PROBE):
+        state.timed(False, 1, 0.01)
+    for _ in range(COST_STEPS * 2):
+        state.timed(True, 3, 0.015)  # 200 t/s against 100
+    assert state.on and state.wanted() == 4
 
 
 def test_switch_turns_off_below_the_threshold_only_after_the_probe() -> None:
@@ -131,7 +168,8 @@ def test_low_acceptance_turns_speculation_off_for_the_request(engine: Engine) ->
                                                   spec_mode="ngram", draft_tokens=6,
                                                   loop_guard="off", ignore_eos=True))
     m = engine.submit(req).result(240).metrics
-    assert m.drafted_tokens >= PROBE_DRAFTS
+    assert m.drafted_tokens > 0
+    # off by acceptance, or sooner by cost (steps with drafts slower than plain ones)
     assert m.speculation is not None and " off: " in m.speculation
     # once off, no more drafts: the count stops near the probe size
     assert m.drafted_tokens < PROBE_DRAFTS + 6 * 4
