@@ -3,7 +3,9 @@
 Everything here is pure (no I/O): the HTTP layer hands in decoded JSON and gets back a
 :class:`ParsedRequest` or an :class:`ApiError` carrying the status code and the
 OpenAI-style error document. Extra keys the API does not name (``top_k``, ``min_p``,
-``repeat_penalty``, ``grammar``, ``loop_guard``) are accepted as llama.cpp's server does.
+``repeat_penalty``, ``grammar``, ``loop_guard``) are accepted as llama.cpp's server does,
+and ``speculative: {"mode": "off"|"ngram"|"draft"|"mtp", "draft_tokens": N}`` chooses
+speculative decoding for the request (among the modes the served engine has loaded).
 The response documents are built in :mod:`engine.server.openai_responses`.
 """
 
@@ -20,11 +22,13 @@ from engine.errors import EngineError
 from engine.requests import GenerationRequest, SamplingParams
 from engine.server import grammar as gbnf
 from engine.server import tools as toolcalls
+from engine.speculative import SPEC_MODES
 
 log = logging.getLogger(__name__)
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 MAX_STOP_SEQUENCES = 16
+MAX_DRAFT_TOKENS = 64
 LOOP_GUARD_MODES = ("stop", "retry", "off")
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                 404: "invalid_request_error", 405: "invalid_request_error",
@@ -74,6 +78,8 @@ class ServedModel:
         aliases: other names accepted in the ``model`` field (file name, ``demo`` ...).
         n_ctx_per_seq: the context of one sequence, the default cap of ``max_tokens``.
         template_tools: the chat template renders ``tools`` itself.
+        spec_modes: the speculation modes a request may choose.
+        spec_refusal: why this model cannot speculate at all (None when it can).
         created: the Unix time shown for the model.
     """
 
@@ -81,6 +87,8 @@ class ServedModel:
     aliases: frozenset[str] = frozenset()
     n_ctx_per_seq: int = 4096
     template_tools: bool = False
+    spec_modes: tuple[str, ...] = ("off", "ngram")
+    spec_refusal: str | None = None
     created: int = field(default_factory=lambda: int(time.time()))
 
     def accepts(self, name: str) -> bool:
@@ -230,7 +238,40 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None
                       "grammar")
         grammar = extra_grammar
     values["grammar"] = grammar
+    values.update(_speculative(body, model))
     return SamplingParams(**{**base.__dict__, **values})
+
+
+def _speculative(body: Mapping[str, Any], model: ServedModel) -> dict[str, Any]:
+    """``spec_mode`` / ``draft_tokens`` from the ``speculative`` object, checked."""
+    spec = body.get("speculative")
+    if spec is None:
+        return {}
+    if not isinstance(spec, Mapping):
+        raise bad("'speculative' must be an object with a 'mode'", "speculative",
+                  "invalid_type")
+    unknown = set(spec) - {"mode", "draft_tokens"}
+    if unknown:
+        raise bad(f"'speculative' takes 'mode' and 'draft_tokens', not "
+                  f"{', '.join(sorted(map(str, unknown)))}", "speculative")
+    values: dict[str, Any] = {}
+    mode = spec.get("mode")
+    if mode is not None:
+        if mode not in SPEC_MODES:
+            raise bad(f"'speculative.mode' must be one of {', '.join(SPEC_MODES)}",
+                      "speculative.mode")
+        if mode != "off" and model.spec_refusal is not None:
+            raise bad(f"this model cannot speculate: {model.spec_refusal}",
+                      "speculative.mode", "unsupported_value")
+        if mode not in model.spec_modes:
+            raise bad(f"speculative mode '{mode}' is not loaded on this server (it has: "
+                      f"{', '.join(model.spec_modes)})", "speculative.mode",
+                      "unsupported_value")
+        values["spec_mode"] = mode
+    draft = _integer(spec, "draft_tokens", 0, MAX_DRAFT_TOKENS)
+    if draft is not None:
+        values["draft_tokens"] = draft
+    return values
 
 
 def _response_format_grammar(body: Mapping[str, Any]) -> str | None:

@@ -29,6 +29,9 @@ class EngineLike(Protocol):
     def model_name(self) -> str: ...
     @property
     def n_ctx_per_seq(self) -> int: ...
+    @property
+    def speculation_modes(self) -> tuple[str, ...]: ...
+    speculation_refusal: str | None
 
 
 def template_renders_tools(engine: EngineLike) -> bool:
@@ -66,7 +69,9 @@ class ServerState:
         aliases = {a for a in self.aliases if a} | {engine.model_name}
         self.served = ServedModel(id=name, aliases=frozenset(aliases - {name}),
                                   n_ctx_per_seq=engine.n_ctx_per_seq,
-                                  template_tools=template_renders_tools(engine))
+                                  template_tools=template_renders_tools(engine),
+                                  spec_modes=engine.speculation_modes,
+                                  spec_refusal=engine.speculation_refusal)
         self.load_progress = 1.0
         self.engine = engine
 
