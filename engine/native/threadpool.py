@@ -18,7 +18,12 @@ from engine.ggml_devices import linked_library
 log = logging.getLogger(__name__)
 
 GGML_MAX_N_THREADS = 512  # ggml.h
-DEFAULT_POLL = 50  # llama.cpp's default: spin briefly for the next graph before sleeping
+# Idle workers sleep at once rather than spin for the next graph (llama.cpp's tools spin,
+# poll 50): a desktop shares its cores with other work, and spinning threads that wait on
+# each other under oversubscription can slow a decode many times over (llama-bench with a
+# second llama.cpp process busy on this 2-core machine: tg64 at depth 2000 ran for minutes).
+# Waking them costs one signal per decode step.
+DEFAULT_POLL = 0
 
 
 class _PoolParams(ctypes.Structure):
