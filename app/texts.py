@@ -142,6 +142,13 @@ CODE_SENTENCES: dict[str, str] = {
     "context_capped_to_train": QT_TRANSLATE_NOOP(
         "Codes", "The context you asked for was capped at the training length."),
     "kv_f16": QT_TRANSLATE_NOOP("Codes", "The KV cache is kept at full precision (f16)."),
+    "flash_attn_off_cpu": QT_TRANSLATE_NOOP(
+        "Codes", "Flash attention is off: on this CPU it reads the KV cache several times "
+        "slower ({with_tps} t/s with it, {without_tps} t/s without, at {depth} tokens)."),
+    "flash_attn_user": QT_TRANSLATE_NOOP("Codes", "Flash attention is on, as you chose."),
+    "flash_attn_user_off": QT_TRANSLATE_NOOP("Codes", "Flash attention is off, as you chose."),
+    "flash_attn_needed_by_kv": QT_TRANSLATE_NOOP(
+        "Codes", "Flash attention stays on: llama.cpp needs it for a {kv_type} KV cache."),
     "kv_q8_0_keeps_weights_on_gpu": QT_TRANSLATE_NOOP(
         "Codes", "The KV cache is q8_0 so that the weights stay on the GPU."),
     "kv_q8_0_buys_context": QT_TRANSLATE_NOOP(

@@ -60,6 +60,7 @@ class Row:
     context: int = 4096
     depth: int = 64
     kv: str | None = None
+    flash: bool | None = None   # flash attention as the row ran it (None: not stated)
     ngl: int | None = None
     n_cpu_moe: int | None = None
     split: tuple[float, ...] | None = None
@@ -122,7 +123,7 @@ ROWS: dict[str, Row] = {
                                        cores=16, groups=(MOE, CPU)),
     "r-9b14-cpu-qwen3-30b-q4km": Row(S.QWEN3_30B_A3B, "Q4_K_M", ram_gb=384, ram_bw=460.8,
                                      cores=44, file_gb=18.55, groups=(MOE, CPU),
-                                     note="44 threads, as the row ran"),
+                                     flash=True, note="44 threads, fa 1, as the row ran"),
     "spark-gptoss-120b": Row(S.GPT_OSS_120B, "MXFP4_MOE",
                              (G("DGX Spark GB10", 110, 273, unified=True),), ram_gb=128,
                              ram_bw=273, cores=20, file_gb=63.37, depth=16, groups=(MOE,)),
@@ -183,7 +184,8 @@ def request(row: Row) -> Request:
     draft = S.build(row.draft[0], row.draft[1]) if row.draft else None
     return Request(context=row.context, depth=row.depth, task=TaskKind.CHAT,
                    n_gpu_layers=row.ngl, n_cpu_moe=row.n_cpu_moe, tensor_split=row.split,
-                   kv_type=row.kv, spec=row.spec or SpecRequest(SpecMode.OFF),
+                   kv_type=row.kv, flash_attn=row.flash,
+                   spec=row.spec or SpecRequest(SpecMode.OFF),
                    draft_profile=draft, advise=False, host_reserve_bytes=2 * GB)
 
 

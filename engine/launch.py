@@ -220,12 +220,13 @@ RESERVE_STEP_BYTES = 2 * 1024**3
 def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                 prompt_tokens: int = 512, n_threads: int | None = None,
                 overrides: Mapping[str, Any] | None = None,
-                attempt: int = 0) -> PlannedLaunch:
+                attempt: int = 0, depth: int = 0) -> PlannedLaunch:
     """Plan the model on this machine and return the spec of that Plan.
 
     ``overrides`` use the planner's request names (``n_gpu_layers``, ``n_cpu_moe``,
     ``tensor_split``, ``kv_type``). ``attempt`` > 0 re-plans after an out-of-memory load
-    with a host reserve larger by ``attempt`` x 2 GiB. When the planner is unavailable or
+    with a host reserve larger by ``attempt`` x 2 GiB. ``depth``: the tokens already in the
+    cache while decoding, for the prediction. When the planner is unavailable or
     fails, a default spec (all layers on the engine's default device, f16 KV) is returned
     with a note.
     """
@@ -237,7 +238,7 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         from planner.request import Request
 
         request = Request(context=context, parallel=parallel, prompt_tokens=prompt_tokens,
-                          advise=False, **pins)
+                          depth=depth, advise=False, **pins)
         if attempt:
             request = replace(request, host_reserve_bytes=request.host_reserve_bytes
                               + attempt * RESERVE_STEP_BYTES)

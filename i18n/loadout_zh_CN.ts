@@ -648,6 +648,22 @@
         <translation>上下文上限为 {train} 个 token，即模型的训练长度。</translation>
     </message>
     <message>
+        <source>Flash attention is off: on this CPU it reads the KV cache several times slower ({with_tps} t/s with it, {without_tps} t/s without, at {depth} tokens).</source>
+        <translation>已关闭 Flash Attention：在这台 CPU 上它读取 KV 缓存要慢好几倍（开启时 {with_tps} t/s，关闭时 {without_tps} t/s，上下文 {depth} 个 token 时）。</translation>
+    </message>
+    <message>
+        <source>Flash attention is on, as you chose.</source>
+        <translation>已按您的选择开启 Flash Attention。</translation>
+    </message>
+    <message>
+        <source>Flash attention is off, as you chose.</source>
+        <translation>已按您的选择关闭 Flash Attention。</translation>
+    </message>
+    <message>
+        <source>Flash attention stays on: llama.cpp needs it for a {kv_type} KV cache.</source>
+        <translation>Flash Attention 保持开启：llama.cpp 使用 {kv_type} KV 缓存时需要它。</translation>
+    </message>
+    <message>
         <source>Add RAM (to {ram_bytes}), so nothing is read from disk.</source>
         <translation>增加内存（到 {ram_bytes}），就不必从磁盘读取。</translation>
     </message>

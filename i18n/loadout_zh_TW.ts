@@ -648,6 +648,22 @@
         <translation>上下文上限為 {train} 個 token，即模型的訓練長度。</translation>
     </message>
     <message>
+        <source>Flash attention is off: on this CPU it reads the KV cache several times slower ({with_tps} t/s with it, {without_tps} t/s without, at {depth} tokens).</source>
+        <translation>已關閉 Flash Attention：在這台 CPU 上它讀取 KV 快取要慢好幾倍（開啟時 {with_tps} t/s，關閉時 {without_tps} t/s，上下文 {depth} 個 token 時）。</translation>
+    </message>
+    <message>
+        <source>Flash attention is on, as you chose.</source>
+        <translation>已依您的選擇開啟 Flash Attention。</translation>
+    </message>
+    <message>
+        <source>Flash attention is off, as you chose.</source>
+        <translation>已依您的選擇關閉 Flash Attention。</translation>
+    </message>
+    <message>
+        <source>Flash attention stays on: llama.cpp needs it for a {kv_type} KV cache.</source>
+        <translation>Flash Attention 保持開啟：llama.cpp 使用 {kv_type} KV 快取時需要它。</translation>
+    </message>
+    <message>
         <source>Add RAM (to {ram_bytes}), so nothing is read from disk.</source>
         <translation>增加記憶體（到 {ram_bytes}），就不必從磁碟讀取。</translation>
     </message>

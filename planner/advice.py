@@ -18,7 +18,7 @@ from planner.inventory import Inventory
 from planner.profile import ModelProfile, TensorKind
 from planner.quant import LADDER, NOMINAL_BITS, rescaled, smaller_tier
 from planner.request import Request
-from planner.speed import CONSTANTS, DISK, HOST, gpu_of
+from planner.speed import CONSTANTS, DISK, HOST, core_scale, gpu_of
 
 if TYPE_CHECKING:
     from planner.plan import Plan
@@ -91,7 +91,7 @@ def _host_core_bound(plan: Plan, inventory: Inventory) -> bool:
     """True when the CPU's cores, not its RAM, limit how fast it reads weights."""
     threads = int(plan.engine.get("n_threads", 1))
     nominal = inventory.host.bandwidth_gbps * CONSTANTS.cpu_bw_fraction
-    return threads * CONSTANTS.cpu_core_gbps < nominal
+    return threads * CONSTANTS.cpu_core_gbps * core_scale(inventory) < nominal
 
 
 Replan = Callable[[Inventory, ModelProfile, Request], "Plan"]

@@ -64,6 +64,10 @@ class Code(StrEnum):
     KV_Q4_0_BUYS_CONTEXT = "kv_q4_0_buys_context"
     KV_USER = "kv_user"
     KV_IN_RAM = "kv_in_ram"                         # KV of CPU layers: ~20x cost per byte
+    FLASH_OFF_CPU = "flash_attn_off_cpu"            # CPU-only, f16 KV: decodes faster without
+    FLASH_USER = "flash_attn_user"                  # pinned on
+    FLASH_USER_OFF = "flash_attn_user_off"          # pinned off
+    FLASH_NEEDED_BY_KV = "flash_attn_needed_by_kv"  # pinned off, but a quantized V needs it
 
     # -- quantization -------------------------------------------------------------------
     QUANT_ONLY_FILE = "quant_only_file"

@@ -91,6 +91,7 @@ class Host:
     isa: tuple[str, ...] = ()
     numa_nodes: int = 1
     measured: tuple[str, ...] = ()
+    clock_ghz: float = 0.0        # the cores' top clock; 0 when unknown
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,7 @@ def _host(h: Mapping[str, Any]) -> Host:
         isa=tuple(str(x) for x in h.get("isa", ())),
         numa_nodes=max(1, _int(h.get("numa_nodes", 1), "numa_nodes")),
         measured=tuple(str(m) for m in h.get("measured", ())),
+        clock_ghz=_num(h.get("clock_ghz", 0.0), "clock_ghz", 0.0),
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.advice import Advice, Bottleneck, advise, find_bottleneck
+from planner.attention import choose_flash
 from planner.codes import Code
 from planner.engine_params import engine_params
 from planner.inventory import Inventory
@@ -212,6 +213,9 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
             again = trial(ctx, base.roles, base.kv_type, base.context, base.config.load_mtp)
             best = exact(ctx, _grow_context(ctx, again, cap))
         decisions.append(_kv_note(ctx, best))
+        best, flash_note = choose_flash(ctx, best)
+        if flash_note is not None:
+            decisions.append(flash_note)
     if request.context is None:
         decisions.append(Note(Code.CONTEXT_FROM_BUDGET, (("context", best.context),
                                                          ("train", profile.n_ctx_train))))
@@ -442,14 +446,15 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
     warnings += warnings_of(profile, request, best, speed)
     plan_ = Plan(
         fits=fits, reasons=reasons, roles=best.roles, devices=devices, context=best.context,
-        parallel=request.parallel, kv_type=best.kv_type, flash_attn=True,
+        parallel=request.parallel, kv_type=best.kv_type, flash_attn=best.config.flash_attn,
         quant=profile.file_type, speculative=speed.spec, predicted=speed,
         warnings=tuple(warnings), engine=engine_params(inventory, profile, request, best),
         spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout,
         draft_model=request.draft_path if speed.spec.mode == SpecMode.DRAFT else None)
     bottleneck = find_bottleneck(plan_, inventory)
     plan_ = replace(plan_, bottleneck=bottleneck)
-    if real and (request.pins_placement or request.kv_type or request.spec):
+    if real and (request.pins_placement or request.kv_type or request.spec
+                 or request.flash_attn is not None):
         plan_ = _price_override(inventory, profile, request, plan_)
     if request.advise:
         def what_if(inv: Inventory, prof: ModelProfile, req: Request) -> Plan:
@@ -462,7 +467,7 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
 def _price_override(inventory: Inventory, profile: ModelProfile, request: Request,
                     pinned: Plan) -> Plan:
     free = replace(request, n_gpu_layers=None, n_cpu_moe=None, tensor_split=None,
-                   kv_type=None, spec=None, advise=False)
+                   kv_type=None, flash_attn=None, spec=None, advise=False)
     own = plan(inventory, profile, free)
     extra: list[Note] = []
     if own.predicted.decode_tps > pinned.predicted.decode_tps * 1.05 and own.fits:

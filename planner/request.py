@@ -94,6 +94,7 @@ class Request:
         n_cpu_moe: routed experts of the first N layers stay in RAM.
         tensor_split: share of the GPU layers per GPU, one number per GPU.
         kv_type: f16 / q8_0 / q4_0 for both K and V.
+        flash_attn: flash attention pinned on or off (None: the planner's choice).
         spec: a pinned speculation mode.
         draft_profile: the draft model's profile when ``--draft-model`` is given.
         draft_path: where that draft model is (passed through to the engine).
@@ -114,6 +115,7 @@ class Request:
     n_cpu_moe: int | None = None
     tensor_split: tuple[float, ...] | None = None
     kv_type: str | None = None
+    flash_attn: bool | None = None
     spec: SpecRequest | None = None
     draft_profile: ModelProfile | None = None
     draft_path: str | None = None

@@ -45,9 +45,16 @@ class SpeedConstants:
     gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
     cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
     cpu_core_gbps: float = 7.0             # what one core can stream (many-channel caps)
+    cpu_reference_ghz: float = 3.5         # ... at this clock: the per-core rates scale
+    #   with the host's clock when it is known (the CPU rows' machines run near 3.5 GHz
+    #   all-core; this 2.1 GHz VM streams SmolLM2's Q4_1 at about 4.2 GB/s per core)
     cpu_layer_s: float = 40e-6             # thread sync per layer per token ...
     cpu_layer_thread_s: float = 5e-6       # ... growing with the thread count
-    cpu_kv_cost: float = 20.0              # CPU attention at depth is far from bandwidth
+    cpu_kv_cost: float = 20.0              # CPU flash attention at depth is far from
+    #   bandwidth (the Epyc row: tg128 59.8 t/s at depth 0, 15.0 at depth 6000)
+    cpu_kv_cost_noflash: float = 2.0       # without flash attention the CPU reads the f16
+    #   cache with ordinary matmuls: SmolLM2-135M, 2 threads, this machine's llama-bench
+    #   -fa 0: tg64 67.5 t/s at depth 0, 48.3 at 1000, 32.5 at 3000 (-fa 1: 72.3, 22.5, 4.9)
     cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
@@ -191,10 +198,17 @@ def gpu_bandwidth(gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
     return gpu.bandwidth_gbps * GB * fraction
 
 
+def core_scale(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
+    """This host's per-core speed relative to the constants' reference clock (1 unknown)."""
+    clock = inventory.host.clock_ghz
+    return min(2.0, max(0.3, clock / c.cpu_reference_ghz)) if clock > 0 else 1.0
+
+
 def host_bandwidth(inventory: Inventory, threads: int, c: SpeedConstants = CONSTANTS) -> float:
     """Effective bytes/s the CPU reads weights at with ``threads`` threads."""
     nominal = inventory.host.bandwidth_gbps * GB * c.cpu_bw_fraction
-    return min(nominal, max(1, threads) * c.cpu_core_gbps * GB)
+    per_core = c.cpu_core_gbps * core_scale(inventory, c)
+    return min(nominal, max(1, threads) * per_core * GB)
 
 
 def gpu_flops(gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
@@ -209,13 +223,18 @@ def disk_bandwidth(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float
     return best * GB * c.disk_fraction
 
 
+def cpu_kv_cost(flash: bool, c: SpeedConstants = CONSTANTS) -> float:
+    """Weight bytes one KV byte costs a CPU, with or without flash attention."""
+    return c.cpu_kv_cost if flash else c.cpu_kv_cost_noflash
+
+
 def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
-                c: SpeedConstants = CONSTANTS) -> DeviceTime:
-    """Seconds one decoded token spends on ``load.device``."""
+                c: SpeedConstants = CONSTANTS, flash: bool = True) -> DeviceTime:
+    """Seconds one decoded token spends on ``load.device`` (``flash``: flash attention)."""
     gpu = gpu_of(inventory, load.device)
     disk_s = load.disk_bytes / disk_bandwidth(inventory, c) if load.disk_bytes else 0.0
     if gpu is not None and gpu.remote:
-        return _remote_time(inventory, gpu, load, c)
+        return _remote_time(inventory, gpu, load, c, flash)
     if gpu is not None:
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
@@ -226,11 +245,11 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
-                      load.kv_bytes * c.cpu_kv_cost / bw, overhead, disk_s)
+                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead, disk_s)
 
 
 def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
-                 c: SpeedConstants) -> DeviceTime:
+                 c: SpeedConstants, flash: bool = True) -> DeviceTime:
     """A worker's device: its own reads, plus one synchronous graph call per token (the
     link's round trip); a worker serving its CPU is priced as a CPU."""
     call_s = gpu.link_latency_s + c.rpc_graph_s + load.layers * c.rpc_layer_s
@@ -246,7 +265,7 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
-                      load.kv_bytes * c.cpu_kv_cost / bw, overhead + call_s, 0.0)
+                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead + call_s, 0.0)
 
 
 def worker_threads(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> int:
@@ -378,14 +397,15 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
             copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
             out.append((load.device, copy + load.flops / gpu_flops(main, c) + disk))
         else:
-            cpu = max(1, threads) * c.cpu_core_gflops * 1e9
+            cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
             out.append((load.device, load.flops / cpu + disk))
     return tuple(out)
 
 
 def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tuple[str, str]],
             n_embd: int, threads: int, prompt_tokens: int, depth: int, n_ubatch: int,
-            spec: SpecOutcome = NO_SPEC, c: SpeedConstants = CONSTANTS) -> Speed:
+            spec: SpecOutcome = NO_SPEC, c: SpeedConstants = CONSTANTS,
+            flash: bool = True) -> Speed:
     """Predict decode / prefill / TTFT for a token passing through ``loads`` in order.
 
     Args:
@@ -393,8 +413,9 @@ def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tu
         hops: activation transfers per token, as (from, to) device pairs.
         threads: CPU threads (for host loads).
         spec: the priced speculation (see :func:`price_spec`).
+        flash: whether the context runs flash attention (a CPU reads KV slower with it).
     """
-    times = tuple(device_time(inventory, ld, threads, c) for ld in loads)
+    times = tuple(device_time(inventory, ld, threads, c, flash) for ld in loads)
     transfer = transfer_time(inventory, hops, n_embd, 1, c)
     token_s = sum(t.total_s for t in times) + transfer
     decode = spec.tokens_per_step / (token_s * spec.step_cost) if token_s > 0 else 0.0

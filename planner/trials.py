@@ -100,10 +100,10 @@ def host_budget(inventory: Inventory, request: Request) -> int:
 
 
 def _config(ctx: Context, kv: str, context: int, load_mtp: bool,
-            n_ubatch: int = N_UBATCH) -> MemoryConfig:
+            n_ubatch: int = N_UBATCH, flash: bool = True) -> MemoryConfig:
     n_seq = ctx.request.parallel
     return MemoryConfig(n_ctx=context * n_seq, n_seq=n_seq, type_k=kv, type_v=kv,
-                        flash_attn=True, n_batch=max(2048, n_ubatch), n_ubatch=n_ubatch,
+                        flash_attn=flash, n_batch=max(2048, n_ubatch), n_ubatch=n_ubatch,
                         load_mtp=load_mtp)
 
 
@@ -147,16 +147,17 @@ def _quick_memory(ctx: Context, costs: LayerCosts, layout: Layout,
 
 def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
           load_mtp: bool = False, exact_memory: bool = False,
-          n_ubatch: int = N_UBATCH) -> Trial:
+          n_ubatch: int = N_UBATCH, flash: bool = True) -> Trial:
     """Place and price one arrangement.
 
     Args:
         exact_memory: price memory with the memory model itself (slower) instead of
-            per-block arithmetic.
+            per-block arithmetic (needed for ``flash`` False: its buffers differ).
+        flash: run flash attention.
     """
     inventory, profile, request = ctx.inventory, ctx.profile, ctx.request
     gpus = active(roles)
-    config = _config(ctx, kv, context, load_mtp, n_ubatch)
+    config = _config(ctx, kv, context, load_mtp, n_ubatch, flash)
     key = (kv, config.n_ctx, config.n_seq, request.depth, load_mtp)
     costs = ctx.costs.get(key)
     if costs is None:
@@ -201,7 +202,8 @@ def _priced(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
     loads, hops = token_loads(ctx.profile, costs, layout.placement, disk_fraction,
                               ctx.bits_per_weight, ctx.iquant)
     speed = predict(inventory, loads, hops, ctx.profile.n_embd, inventory.host.cores,
-                    request.prompt_tokens, request.depth, config.n_ubatch)
+                    request.prompt_tokens, request.depth, config.n_ubatch,
+                    flash=config.flash_attn)
     return Trial(roles, kv, context, layout, memory, config, speed, runnable, gpu_over,
                  disk, h_budget, costs)
 
@@ -222,5 +224,6 @@ def exact(ctx: Context, t: Trial) -> Trial:
         for dev, excess in over.items():
             ctx.extra[dev] = ctx.extra.get(dev, 0) + excess + MARGIN
         t = trial(ctx, t.roles, t.kv_type, t.context, t.config.load_mtp,
-                  n_ubatch=t.config.n_ubatch)
+                  exact_memory=not t.config.flash_attn, n_ubatch=t.config.n_ubatch,
+                  flash=t.config.flash_attn)
     return replace(checked)

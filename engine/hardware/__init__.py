@@ -221,8 +221,9 @@ def _with_engine(gpus: list[Gpu], src: Sources, host: Host, run: _Run) -> list[G
 
 def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> Host:
     cached = cache.host.get("bandwidth_gbps")
-    # A figure taken on a busy machine is kept only until the machine is idle again.
-    retry = bool(cache.host.get("busy")) and measure and not _busy(host.threads)
+    # A figure taken on a busy machine is measured again at every measuring detection, and
+    # the best figure kept: other work can only make a copy slower, never faster.
+    retry = bool(cache.host.get("busy")) and measure
     if isinstance(cached, int | float) and cached > 0 and not retry:
         if cache.host.get("busy"):
             run.notes.append("host_busy_while_measuring")
@@ -234,6 +235,8 @@ def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> 
     busy = _busy(host.threads)
     gbps = host_bandwidth(host.threads, cancelled=run.cancelled)
     run.step("host_bandwidth", 0.5)  # a cancel during the probe stops here
+    if retry and isinstance(cached, int | float) and cached > gbps:
+        gbps = float(cached)
     cache.host = {"bandwidth_gbps": gbps, "method": "numpy_copy", "threads": host.threads,
                   "busy": busy}
     if busy:

@@ -75,6 +75,26 @@ def _darwin_cpu() -> str:
         return ""
 
 
+def clock_ghz(cpuinfo: str, sys_root: Path = Path("/sys")) -> float:
+    """The cores' top clock in GHz: cpufreq's maximum, else psutil's, else the highest
+    ``cpu MHz`` in /proc/cpuinfo (a VM's nominal clock); 0.0 when nothing says."""
+    khz = read_text(sys_root / "devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    if khz and khz.strip().isdigit() and int(khz) > 0:
+        return round(int(khz) / 1e6, 2)
+    try:
+        freq = psutil.cpu_freq()
+    except (OSError, RuntimeError, NotImplementedError):
+        freq = None
+    if freq is not None and (freq.max or 0) > 0:
+        return round(float(freq.max) / 1000, 2)
+    mhz = [float(m) for m in re.findall(r"^cpu MHz\s*:\s*([\d.]+)", cpuinfo, re.MULTILINE)]
+    if mhz and max(mhz) > 0:
+        return round(max(mhz) / 1000, 2)
+    if freq is not None and (freq.current or 0) > 0:
+        return round(float(freq.current) / 1000, 2)
+    return 0.0
+
+
 def probe_host(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Host:
     """The host with RAM as psutil sees it now; bandwidth is a placeholder until measured.
 
@@ -94,4 +114,5 @@ def probe_host(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -
                 ram_total_bytes=int(mem.total), ram_available_bytes=int(mem.available),
                 bandwidth_gbps=DEFAULT_HOST_BANDWIDTH_GBPS,
                 isa=isa_flags(cpuinfo, platform.machine()), numa_nodes=numa_nodes(sys_root),
-                measured=("ram_total_bytes", "ram_available_bytes"))
+                measured=("ram_total_bytes", "ram_available_bytes"),
+                clock_ghz=clock_ghz(cpuinfo, sys_root))

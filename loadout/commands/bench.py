@@ -43,7 +43,11 @@ def run(args: argparse.Namespace) -> int:
 
     prompt = args.prompt_file.read_text(encoding="utf-8") if args.prompt_file \
         else DEFAULT_PROMPT
-    launch, engine = plan_and_load(args, prompt_tokens=max(1, len(prompt) // 4))
+    prompt_tokens = max(1, len(prompt) // 4)
+    # predicted where it is measured: decode t/s averages over a cache growing from the
+    # prompt to prompt + max_tokens
+    launch, engine = plan_and_load(args, prompt_tokens=prompt_tokens,
+                                   depth=prompt_tokens + max(1, args.max_tokens) // 2)
     try:
         greedy = SamplingParams(temperature=0.0, max_tokens=max(1, args.max_tokens),
                                 loop_guard="off", ignore_eos=args.ignore_eos)

@@ -25,7 +25,7 @@ def add_launch_arguments(p: argparse.ArgumentParser, ctx_default: int = 4096) ->
 
 
 def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
-                   attempt: int = 0) -> Any:
+                   attempt: int = 0, depth: int = 0) -> Any:
     """Resolve MODEL and plan it (or the default launch); returns a ``PlannedLaunch``.
 
     ``attempt`` > 0 re-plans with a larger memory reserve (after an out-of-memory load).
@@ -43,11 +43,12 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
                              {k: v for k, v in overrides.items() if v is not None})
         return PlannedLaunch(spec, None, note="not planned: --no-plan")
     return plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
-                       n_threads=args.threads, overrides=overrides, attempt=attempt)
+                       n_threads=args.threads, overrides=overrides, attempt=attempt,
+                       depth=depth)
 
 
 def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,
-                  attempts: int = 3) -> tuple[Any, Any]:
+                  attempts: int = 3, depth: int = 0) -> tuple[Any, Any]:
     """Plan, load, and on an out-of-memory load re-plan with a larger reserve (bounded).
 
     Returns the ``(PlannedLaunch, Engine)`` that loaded.
@@ -57,7 +58,7 @@ def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,
     launches: list[Any] = []
 
     def make_spec(attempt: int) -> Any:
-        launch = planned_launch(args, prompt_tokens, attempt)
+        launch = planned_launch(args, prompt_tokens, attempt, depth)
         if launch.note and not launches:
             print(launch.note, file=sys.stderr)
         if attempt:

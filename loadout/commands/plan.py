@@ -38,6 +38,8 @@ def register(sub: Any) -> None:
                    help="routed experts of the first N layers stay in RAM (pinned)")
     p.add_argument("--tensor-split", default=None, help="A,B,... share per GPU (pinned)")
     p.add_argument("--kv-type", choices=("f16", "q8_0", "q4_0"), default=None)
+    p.add_argument("--flash-attn", choices=("on", "off"), default=None,
+                   help="pin flash attention (default: the planner's choice)")
     p.add_argument("--spec", default=None, help="off|ngram|draft|mtp[:N] (pinned)")
     p.add_argument("--draft-model", default=None, help="a draft model .gguf")
     p.add_argument("--roles", default=None, help="main,helper,off,... one per GPU")
@@ -100,7 +102,9 @@ def build_request(args: argparse.Namespace) -> Any:
         context=args.ctx, parallel=args.parallel, task=TaskKind(args.task),
         priority=Priority(args.priority), depth=args.depth, prompt_tokens=args.prompt_tokens,
         n_gpu_layers=args.ngl, n_cpu_moe=args.n_cpu_moe, tensor_split=split,
-        kv_type=args.kv_type, spec=SpecRequest.parse(args.spec) if args.spec else None,
+        kv_type=args.kv_type,
+        flash_attn=None if args.flash_attn is None else args.flash_attn == "on",
+        spec=SpecRequest.parse(args.spec) if args.spec else None,
         draft_profile=draft, draft_path=args.draft_model, roles=roles,
         gpu_order=tuple(int(x) for x in args.gpu_order.split(",")) if args.gpu_order
         else None, rope_scaling=args.rope_scaling, advise=not args.no_advice)

@@ -17,7 +17,7 @@ from engine.errors import DetectionCancelled
 from engine.hardware import Sources, detect
 from engine.hardware.bandwidth import host_bandwidth
 from engine.hardware.cache import FILE_NAME, ProbeCache, fingerprint
-from engine.hardware.host import cpu_model, isa_flags, numa_nodes
+from engine.hardware.host import cpu_model, isa_flags, numa_nodes, probe_host
 from engine.hardware.probe import DEFAULT_HOST_BANDWIDTH_GBPS
 from planner.inventory import Inventory
 
@@ -167,7 +167,7 @@ def test_cli_detect_json_is_a_rig_file_and_text_is_readable(tmp_path: Path) -> N
     assert f"Disk {tmp_path / 'models'}" in text
 
 
-def test_a_figure_measured_while_busy_is_measured_again_when_idle(
+def test_a_figure_measured_while_busy_is_measured_again_and_the_best_kept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.hardware as hw
 
@@ -175,11 +175,36 @@ def test_a_figure_measured_while_busy_is_measured_again_when_idle(
     first = detect(model_dirs=[], measure=False, sources=sources)  # to learn the fingerprint
     key = fingerprint(first.host.cpu, first.host.threads, first.host.ram_total_bytes,
                       [(g.name, g.total_bytes) for g in first.gpus])
+    monkeypatch.setattr(hw, "_busy", lambda threads: True)
+    # still busy: measured again; a higher earlier figure is kept (contention only slows)
+    ProbeCache(key, host={"bandwidth_gbps": 10_000.0, "busy": True}).save(tmp_path)
+    kept = detect(model_dirs=[], sources=sources)
+    assert kept.host.bandwidth_gbps == 10_000.0 and "host_busy_while_measuring" in kept.notes
     ProbeCache(key, host={"bandwidth_gbps": 0.5, "busy": True}).save(tmp_path)
-    monkeypatch.setattr(hw, "_busy", lambda threads: True)   # still busy: keep it, say so
     busy = detect(model_dirs=[], sources=sources)
-    assert busy.host.bandwidth_gbps == 0.5 and "host_busy_while_measuring" in busy.notes
-    monkeypatch.setattr(hw, "_busy", lambda threads: False)  # idle now: measure again
+    assert busy.host.bandwidth_gbps > 0.5 and "host_busy_while_measuring" in busy.notes
+    assert detect(model_dirs=[], measure=False, sources=sources).host.bandwidth_gbps == \
+        busy.host.bandwidth_gbps
+    monkeypatch.setattr(hw, "_busy", lambda threads: False)  # idle now: a clean figure
     idle = detect(model_dirs=[], sources=sources)
-    assert idle.host.bandwidth_gbps != 0.5 and "host_busy_while_measuring" not in idle.notes
+    assert idle.host.bandwidth_gbps > 0.5 and "host_busy_while_measuring" not in idle.notes
     assert ProbeCache.load(tmp_path, key).host["busy"] is False
+
+
+def test_the_clock_comes_from_cpufreq_else_cpuinfo(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.hardware import host as host_module
+
+    freq = tmp_path / "devices/system/cpu/cpu0/cpufreq"
+    freq.mkdir(parents=True)
+    (freq / "cpuinfo_max_freq").write_text("5200000\n")
+    cpuinfo = "processor\t: 0\ncpu MHz\t\t: 800.000\nprocessor\t: 1\ncpu MHz\t\t: 2100.5\n"
+    assert host_module.clock_ghz(cpuinfo, tmp_path) == 5.2
+    monkeypatch.setattr(host_module.psutil, "cpu_freq", lambda: None)
+    assert host_module.clock_ghz(cpuinfo, tmp_path / "none") == 2.1  # a VM: nominal clock
+    assert host_module.clock_ghz("", tmp_path / "none") == 0.0       # unknown
+    # this machine's detection fills it, and it survives a rig file
+    detected = probe_host()
+    assert detected.clock_ghz >= 0.0
+    assert Inventory.from_json(Inventory((), detected, ()).to_json()).host.clock_ghz == \
+        detected.clock_ghz
