@@ -19,6 +19,7 @@ import logging
 import math
 import socket
 import struct
+import sys
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -324,10 +325,15 @@ def register_worker(endpoint: str, timeout_s: float = 3.0) -> list[str]:
         name = (lib.ggml_backend_dev_name(dev) or b"").decode()
         _REMOTE_DEVICES[name] = int(dev)
         names.append(name)
+    if endpoint not in _REGISTERED:
+        _REGISTERED.append(endpoint)
+    # a worker that vanishes later ends this process inside ggml-rpc: have it say why
+    announce_lost_workers(list(_REGISTERED))
     return names
 
 
 _REMOTE_DEVICES: dict[str, int] = {}
+_REGISTERED: list[str] = []  # endpoints of the workers registered in this process
 
 
 def remote_device(name: str) -> int | None:
@@ -395,6 +401,57 @@ def worker_lost(log_tail: str, rpc_workers: list[str]) -> WorkerError | None:
                 f"the engine stopped: worker {who} went away or stopped answering "
                 f"({marker.lower()}). Plan again without it, or restart it.")
     return None
+
+
+_ABORT_CALLBACK: list[Any] = []  # the installed ctypes callback (kept alive)
+
+
+def _accepts(endpoint: str, timeout_s: float = 0.5) -> bool:
+    """Whether something still accepts connections at ``endpoint`` (a worker serving
+    another client still does: its listening socket queues us)."""
+    try:
+        host, port = parse_endpoint(endpoint)
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def announce_lost_workers(rpc_workers: list[str], stream: Any = None) -> bool:
+    """Have ggml say, before it aborts this process over a vanished worker, which workers
+    it was using and what to do (ggml-rpc cannot fail a request: it ends the process).
+
+    Returns False when this engine build has no abort hook (the abort then speaks alone).
+    """
+    from engine.ggml_devices import linked_library
+
+    out = stream if stream is not None else sys.stderr
+    try:
+        lib = linked_library("ggml-base")
+        setter = lib.ggml_set_abort_callback
+    except (OSError, AttributeError):
+        return False
+    prototype = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+
+    def on_abort(message: bytes | None) -> None:
+        text = (message or b"").decode("utf-8", "replace").strip()
+        error = worker_lost(text, rpc_workers)
+        if error is not None:  # name the one(s) gone: a living worker still accepts
+            gone = [w for w in rpc_workers if not _accepts(w)]
+            error = worker_lost(text, gone or rpc_workers)
+        lines = [text] + ([f"loadout: {error}"] if error is not None else [])
+        try:
+            out.write("\n".join(lines) + "\n")
+            out.flush()
+        except (OSError, ValueError):
+            pass
+
+    callback = prototype(on_abort)
+    setter.argtypes = [prototype]
+    setter.restype = ctypes.c_void_p
+    setter(callback)
+    _ABORT_CALLBACK[:] = [callback]
+    return True
 
 
 def device_handles(names: list[str]) -> Any:

@@ -50,7 +50,12 @@ def test_killing_a_worker_mid_answer_ends_with_a_clear_error(tmp_path: Path) -> 
         main.stdin.flush()
         out, _ = main.communicate(timeout=60)
         assert main.returncode != 0 and "finished" not in out
-        error = worker_lost(log.read_text(errors="replace")[-20000:], endpoints)
+        tail = log.read_text(errors="replace")[-20000:]
+        # the process said itself, before ending, which worker went and what to do
+        said = [line for line in tail.splitlines() if line.startswith("loadout: ")]
+        assert said and endpoints[1] in said[-1] and endpoints[0] not in said[-1], tail[-1500:]
+        assert "Plan again without it" in said[-1]
+        error = worker_lost(tail, endpoints)
         assert isinstance(error, WorkerError) and isinstance(error, ConnectionError)
         assert "went away" in str(error) and "Plan again without it" in str(error)
     finally:
