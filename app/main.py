@@ -42,6 +42,7 @@ from app.state import AppState
 from app.theme import apply_theme
 from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
+from engine import engine_select
 from planner.inventory import Inventory
 
 log = logging.getLogger(__name__)
@@ -103,11 +104,12 @@ class MainWindow(QMainWindow):
         self.chat = ChatPage(self.engine)
         self.server = ServerPage(self.engine)
         self.banner = EngineBanner()
+        self.banner.show_engine_fallback(engine_select.active())  # once, at start
         self._last_decode_tps: float | None = None
         self._chat_after_plan: Path | None = None
         self.cluster = ClusterControl(self.state, self.runner, self.control.workers_in_use,
                                       self)
-        self.settings_page = SettingsPage(self.state, self.cluster)
+        self.settings_page = SettingsPage(self.state, self.cluster, self.runner)
         self.pages: dict[str, QWidget] = {
             "home": self.home, "models": self.models, "plan": self.plan, "chat": self.chat,
             "server": self.server, "settings": self.settings_page}

@@ -1,5 +1,5 @@
 """Settings: model folders, language, theme, memory reserves, default task, log folder,
-and the cluster's RPC workers."""
+the engine build, and the cluster's RPC workers."""
 
 from __future__ import annotations
 
@@ -28,9 +28,11 @@ from app.cluster_control import ClusterControl
 from app.formatting import GIB, MIB
 from app.i18n import LANGUAGES
 from app.pages.cluster_section import ClusterSection
+from app.pages.engine_section import EngineSection
 from app.settings_store import TASK_KINDS, AppSettings
 from app.state import AppState
 from app.texts import task_text
+from app.workers import WorkerRunner
 from engine.paths import paths
 
 log = logging.getLogger(__name__)
@@ -41,13 +43,15 @@ class SettingsPage(QWidget):
 
     The Cluster section (with ``cluster``) edits the RPC workers: it lives here, beside
     the model folders, because it is a saved list of places the app draws on; Home and
-    the Plan page then show the workers' devices like this machine's own.
+    the Plan page then show the workers' devices like this machine's own. The Engine
+    section shows the engine build running and, in a bundle, chooses the next one
+    (``runner`` looks at the installed engine off the UI thread).
     """
 
     sig_settings_edited = Signal(object)  # AppSettings
 
     def __init__(self, state: AppState, cluster: ClusterControl | None = None,
-                 parent: QWidget | None = None) -> None:
+                 runner: WorkerRunner | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._state = state
         self._loading = False
@@ -92,9 +96,12 @@ class SettingsPage(QWidget):
         form_box = QWidget()
         form_box.setLayout(self.form)
         form_box.setMaximumWidth(self.fontMetrics().horizontalAdvance("M") * 56)
+        self.engine = EngineSection(runner)
+        self.engine.setMaximumWidth(self.fontMetrics().horizontalAdvance("M") * 64)
         self.cluster = ClusterSection(cluster) if cluster is not None else None
         column = QVBoxLayout()
         column.addWidget(form_box)
+        column.addWidget(self.engine)
         if self.cluster is not None:
             self.cluster.setMaximumWidth(self.fontMetrics().horizontalAdvance("M") * 64)
             column.addWidget(self.cluster)

@@ -1,5 +1,6 @@
 """The banner shown above every page when the engine process died: why, and a retry (or,
-when an RPC worker went away, planning again without it)."""
+when an RPC worker went away, planning again without it). At start it also says when
+Loadout runs its CPU engine build although the computer has a GPU."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ SHOWN_LINES = 12
 
 class EngineBanner(QFrame):
     """Says the engine stopped, shows its last log lines, offers a safer retry; when a
-    worker went away, offers to plan again without it instead.
+    worker went away, offers to plan again without it instead. Or, once at start, says
+    that the CPU engine build runs although there is a GPU (:meth:`show_engine_fallback`).
 
     Signals:
         sig_retry_requested: the user asked to load again with a safer plan.
@@ -59,6 +61,7 @@ class EngineBanner(QFrame):
         layout.addLayout(buttons)
         self._exit_code: int | None = None
         self.lost_workers: tuple[str, ...] = ()
+        self.fallback = False  # showing the engine build fallback, not a death
         self.retranslate()
         self.hide()
 
@@ -68,10 +71,23 @@ class EngineBanner(QFrame):
         the RPC workers that went away (then planning without them is offered)."""
         self._exit_code = exit_code
         self.lost_workers = tuple(lost_workers)
+        self.fallback = False
+        self.log_view.setVisible(True)
         self.retry_button.setVisible(not self.lost_workers)
         self.replan_button.setVisible(bool(self.lost_workers))
         lines = [line for line in log_text.splitlines() if line.strip()][-SHOWN_LINES:]
         self.log_view.setPlainText("\n".join(lines))
+        self.retranslate()
+        self.show()
+
+    def show_engine_fallback(self, active: tuple[str, str] | None) -> None:
+        """Say so when ``active`` (``engine_select.active()``: the build and its reason
+        code) is the CPU build although a GPU was found; otherwise stay as it is."""
+        if active is None or active[1] != "gpu_unusable":
+            return
+        self.fallback = True
+        for widget in (self.log_view, self.retry_button, self.replan_button):
+            widget.setVisible(False)
         self.retranslate()
         self.show()
 
@@ -84,7 +100,13 @@ class EngineBanner(QFrame):
         """Set every visible text in the current language."""
         code = self._exit_code if self._exit_code is not None else "?"
         workers = ", ".join(self.lost_workers)
-        if self.lost_workers:
+        if self.fallback:
+            self.message.setText(self.tr(
+                "Loadout runs its CPU engine build: this computer has a GPU, but no engine "
+                "build here can use it (its driver's runtime is missing, or Loadout has no "
+                "build for it). Models run much more slowly on the CPU. Settings → Engine "
+                "shows the builds."))
+        elif self.lost_workers:
             self.message.setText(self.tr(
                 "The engine stopped (exit code {code}): worker {workers} went away or "
                 "stopped answering, and the answer ended there. Loadout is still running. "
