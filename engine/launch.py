@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
@@ -220,15 +220,17 @@ RESERVE_STEP_BYTES = 2 * 1024**3
 def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                 prompt_tokens: int = 512, n_threads: int | None = None,
                 overrides: Mapping[str, Any] | None = None,
-                attempt: int = 0, depth: int = 0) -> PlannedLaunch:
+                attempt: int = 0, depth: int = 0,
+                workers: Sequence[str] = ()) -> PlannedLaunch:
     """Plan the model on this machine and return the spec of that Plan.
 
     ``overrides`` use the planner's request names (``n_gpu_layers``, ``n_cpu_moe``,
     ``tensor_split``, ``kv_type``). ``attempt`` > 0 re-plans after an out-of-memory load
     with a host reserve larger by ``attempt`` x 2 GiB. ``depth``: the tokens already in the
-    cache while decoding, for the prediction. When the planner is unavailable or
-    fails, a default spec (all layers on the engine's default device, f16 KV) is returned
-    with a note.
+    cache while decoding, for the prediction. ``workers``: RPC workers (``HOST:PORT``)
+    whose devices the plan may use; unreachable ones are left out, with a note. When the
+    planner is unavailable or fails, a default spec (all layers on the engine's default
+    device, f16 KV) is returned with a note.
     """
     pins = {k: v for k, v in (overrides or {}).items() if v is not None}
     try:
@@ -242,12 +244,22 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         if attempt:
             request = replace(request, host_reserve_bytes=request.host_reserve_bytes
                               + attempt * RESERVE_STEP_BYTES)
-        the_plan = plan(detect(measure=False), load_profile(model_path), request)
+        inventory = detect(measure=False)
+        note = ""
+        if workers:
+            from engine.hardware.workers import add_workers
+
+            inventory = add_workers(inventory, list(workers))
+            left = [n.split(":", 1)[1] for n in inventory.notes
+                    if n.startswith("worker_unreachable:")]
+            if left:
+                note = "workers left out of the plan: " + ", ".join(left)
+        the_plan = plan(inventory, load_profile(model_path), request)
         doc = the_plan.to_json()
         spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine)
         if n_threads:
             spec = spec.with_changes(n_threads=n_threads, n_threads_batch=n_threads)
-        return PlannedLaunch(spec, doc)
+        return PlannedLaunch(spec, doc, note=note)
     except Exception as exc:  # the default path must keep working while the planner grows
         log.warning("planning failed (%s: %s); using the default launch", type(exc).__name__,
                     exc)

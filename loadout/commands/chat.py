@@ -20,6 +20,8 @@ def add_launch_arguments(p: argparse.ArgumentParser, ctx_default: int = 4096) ->
     p.add_argument("--tensor-split", default=None, metavar="A,B,..",
                    help="share of the layers per GPU")
     p.add_argument("--kv-type", default=None, help="KV cache type: f16, q8_0 or q4_0")
+    p.add_argument("--workers", default=None, metavar="HOST:PORT,...",
+                   help="RPC workers ('loadout worker') whose devices the plan may use")
     p.add_argument("--no-plan", action="store_true",
                    help="skip the planner and load with the default launch parameters")
 
@@ -32,6 +34,7 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
     """
     from engine.launch import PlannedLaunch, _default_spec, plan_launch
     from engine.models import resolve_local_model
+    from loadout.commands.plan import worker_list
 
     path = str(resolve_local_model(args.model))
     overrides: dict[str, Any] = {
@@ -44,7 +47,7 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
         return PlannedLaunch(spec, None, note="not planned: --no-plan")
     return plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
                        n_threads=args.threads, overrides=overrides, attempt=attempt,
-                       depth=depth)
+                       depth=depth, workers=worker_list(getattr(args, "workers", None)))
 
 
 def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,

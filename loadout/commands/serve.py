@@ -32,6 +32,10 @@ def register(sub: Any) -> None:
     p.add_argument("--kv-type", default=None, help="KV cache type (f16, q8_0, q4_0 ...)")
     p.add_argument("--launch-spec", type=Path, default=None, metavar="FILE",
                    help="a LaunchSpec JSON (from a Plan); overrides --ctx/--parallel")
+    p.add_argument("--workers", default=None, metavar="HOST:PORT,...",
+                   help="RPC workers ('loadout worker') whose devices the plan may use")
+    p.add_argument("--no-plan", action="store_true",
+                   help="skip the planner: every layer on the default device, f16 KV")
     p.add_argument("--alias", action="append", default=[],
                    help="another name accepted as the request's model (repeatable)")
     p.add_argument("--ready-json", action="store_true",
@@ -46,6 +50,19 @@ def _spec(args: argparse.Namespace, model_path: Path) -> Any:
         doc["model_path"] = str(model_path)
         return LaunchSpec.from_json(doc)
     parallel = max(1, args.parallel)
+    if not args.no_plan:
+        from engine.launch import plan_launch
+        from loadout.commands.plan import worker_list
+
+        pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
+                "kv_type": args.kv_type.lower() if args.kv_type else None}
+        launch = plan_launch(str(model_path), context=max(64, args.ctx), parallel=parallel,
+                             n_threads=args.threads, overrides=pins,
+                             workers=worker_list(args.workers))
+        if launch.note:
+            print(launch.note, file=sys.stderr, flush=True)
+        if launch.plan is not None:
+            return launch.spec
     changes: dict[str, Any] = {"n_ctx": max(64, args.ctx) * parallel, "n_seq_max": parallel}
     if args.threads:
         changes["n_threads"] = args.threads
