@@ -985,6 +985,10 @@
 <context>
     <name>EngineBanner</name>
     <message>
+        <source>Loadout runs its CPU engine build: this computer has a GPU, but no engine build here can use it (its driver&apos;s runtime is missing, or Loadout has no build for it). Models run much more slowly on the CPU. Settings → Engine shows the builds.</source>
+        <translation>Loadout 正在使用 CPU 引擎版本：这台计算机有 GPU，但这里没有可以使用它的引擎版本（缺少其驱动的运行时，或 Loadout 没有适用于它的版本）。模型在 CPU 上运行会慢得多。“设置 → 引擎”中列出了各个版本。</translation>
+    </message>
+    <message>
         <source>The engine stopped (exit code {code}): worker {workers} went away or stopped answering, and the answer ended there. Loadout is still running. Plan again without it, or start the worker again and check it in Settings → Cluster.</source>
         <translation>引擎已停止（退出码 {code}）：工作节点 {workers} 已断开或不再响应，回答到此为止。Loadout 仍在运行。请不用它重新规划，或重新启动该工作节点，并在“设置 → 集群”中检查它。</translation>
     </message>
@@ -1003,6 +1007,97 @@
     <message>
         <source>Dismiss</source>
         <translation>关闭</translation>
+    </message>
+</context>
+<context>
+    <name>EngineSection</name>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Build to use</source>
+        <translation>使用的引擎版本</translation>
+    </message>
+    <message>
+        <source>Takes effect when Loadout starts again.</source>
+        <translation>下次启动 Loadout 时生效。</translation>
+    </message>
+    <message>
+        <source>Restart now</source>
+        <translation>立即重启</translation>
+    </message>
+    <message>
+        <source>an NVIDIA GPU</source>
+        <translation>NVIDIA GPU</translation>
+    </message>
+    <message>
+        <source>an AMD GPU</source>
+        <translation>AMD GPU</translation>
+    </message>
+    <message>
+        <source>an Apple GPU</source>
+        <translation>Apple GPU</translation>
+    </message>
+    <message>
+        <source>a GPU Vulkan can drive</source>
+        <translation>Vulkan 可驱动的 GPU</translation>
+    </message>
+    <message>
+        <source>chosen in Settings</source>
+        <translation>在设置中选择</translation>
+    </message>
+    <message>
+        <source>chosen because {gpu} is present</source>
+        <translation>因检测到 {gpu} 而选择</translation>
+    </message>
+    <message>
+        <source>a GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>no GPU was found</source>
+        <translation>未找到 GPU</translation>
+    </message>
+    <message>
+        <source>a GPU was found, but no engine build here can use it (its driver&apos;s runtime is missing, or Loadout has no build for it), so models run on the CPU only, much more slowly</source>
+        <translation>找到了 GPU，但这里没有可以使用它的引擎版本（缺少其驱动的运行时，或 Loadout 没有适用于它的版本），因此模型只在 CPU 上运行，速度慢得多</translation>
+    </message>
+    <message>
+        <source>Running now: {build} — {why}</source>
+        <translation>当前运行：{build} — {why}</translation>
+    </message>
+    <message>
+        <source>⚠ The {build} build chosen in Settings cannot run on this computer, so Loadout chose by itself.</source>
+        <translation>⚠ 设置中选择的 {build} 版本无法在这台计算机上运行，因此 Loadout 自行做了选择。</translation>
+    </message>
+    <message>
+        <source>Running now: the engine installed with Python (this start did not go through Loadout&apos;s launcher, which chooses among the builds).</source>
+        <translation>当前运行：随 Python 安装的引擎（本次启动没有经过 Loadout 的启动器，而正是启动器在各版本之间做选择）。</translation>
+    </message>
+    <message>
+        <source>This installation has one engine build (checking it…).</source>
+        <translation>此安装只有一个引擎版本（正在检查…）。</translation>
+    </message>
+    <message>
+        <source>This installation has one engine build, and it cannot be loaded: {error}</source>
+        <translation>此安装只有一个引擎版本，且无法加载：{error}</translation>
+    </message>
+    <message>
+        <source>with GPU offload</source>
+        <translation>支持 GPU 卸载</translation>
+    </message>
+    <message>
+        <source>CPU only, without GPU offload</source>
+        <translation>仅 CPU，不支持 GPU 卸载</translation>
+    </message>
+    <message>
+        <source>This installation has one engine build: llama.cpp through llama-cpp-python {version}, {offload}.</source>
+        <translation>此安装只有一个引擎版本：llama.cpp（通过 llama-cpp-python {version}），{offload}。</translation>
+    </message>
+    <message>
+        <source>Automatic (matches this computer&apos;s GPUs)</source>
+        <translation>自动（匹配这台计算机的 GPU）</translation>
     </message>
 </context>
 <context>

@@ -985,6 +985,10 @@
 <context>
     <name>EngineBanner</name>
     <message>
+        <source>Loadout runs its CPU engine build: this computer has a GPU, but no engine build here can use it (its driver&apos;s runtime is missing, or Loadout has no build for it). Models run much more slowly on the CPU. Settings → Engine shows the builds.</source>
+        <translation>Loadout 正在使用 CPU 引擎版本：這台電腦有 GPU，但這裡沒有可以使用它的引擎版本（缺少其驅動程式的執行階段，或 Loadout 沒有適用於它的版本）。模型在 CPU 上執行會慢得多。「設定 → 引擎」中列出了各個版本。</translation>
+    </message>
+    <message>
         <source>The engine stopped (exit code {code}): worker {workers} went away or stopped answering, and the answer ended there. Loadout is still running. Plan again without it, or start the worker again and check it in Settings → Cluster.</source>
         <translation>引擎已停止（結束碼 {code}）：工作節點 {workers} 已中斷或不再回應，回答到此為止。Loadout 仍在執行。請不用它重新規劃，或重新啟動該工作節點，並在「設定 → 叢集」中檢查它。</translation>
     </message>
@@ -1003,6 +1007,97 @@
     <message>
         <source>Dismiss</source>
         <translation>關閉</translation>
+    </message>
+</context>
+<context>
+    <name>EngineSection</name>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Build to use</source>
+        <translation>使用的引擎版本</translation>
+    </message>
+    <message>
+        <source>Takes effect when Loadout starts again.</source>
+        <translation>下次啟動 Loadout 時生效。</translation>
+    </message>
+    <message>
+        <source>Restart now</source>
+        <translation>立即重新啟動</translation>
+    </message>
+    <message>
+        <source>an NVIDIA GPU</source>
+        <translation>NVIDIA GPU</translation>
+    </message>
+    <message>
+        <source>an AMD GPU</source>
+        <translation>AMD GPU</translation>
+    </message>
+    <message>
+        <source>an Apple GPU</source>
+        <translation>Apple GPU</translation>
+    </message>
+    <message>
+        <source>a GPU Vulkan can drive</source>
+        <translation>Vulkan 可驅動的 GPU</translation>
+    </message>
+    <message>
+        <source>chosen in Settings</source>
+        <translation>在設定中選擇</translation>
+    </message>
+    <message>
+        <source>chosen because {gpu} is present</source>
+        <translation>因偵測到 {gpu} 而選擇</translation>
+    </message>
+    <message>
+        <source>a GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>no GPU was found</source>
+        <translation>未找到 GPU</translation>
+    </message>
+    <message>
+        <source>a GPU was found, but no engine build here can use it (its driver&apos;s runtime is missing, or Loadout has no build for it), so models run on the CPU only, much more slowly</source>
+        <translation>找到了 GPU，但這裡沒有可以使用它的引擎版本（缺少其驅動程式的執行階段，或 Loadout 沒有適用於它的版本），因此模型只在 CPU 上執行，速度慢得多</translation>
+    </message>
+    <message>
+        <source>Running now: {build} — {why}</source>
+        <translation>目前執行：{build} — {why}</translation>
+    </message>
+    <message>
+        <source>⚠ The {build} build chosen in Settings cannot run on this computer, so Loadout chose by itself.</source>
+        <translation>⚠ 設定中選擇的 {build} 版本無法在這台電腦上執行，因此 Loadout 自行做了選擇。</translation>
+    </message>
+    <message>
+        <source>Running now: the engine installed with Python (this start did not go through Loadout&apos;s launcher, which chooses among the builds).</source>
+        <translation>目前執行：隨 Python 安裝的引擎（本次啟動沒有經過 Loadout 的啟動器，而正是啟動器在各版本之間做選擇）。</translation>
+    </message>
+    <message>
+        <source>This installation has one engine build (checking it…).</source>
+        <translation>此安裝只有一個引擎版本（正在檢查…）。</translation>
+    </message>
+    <message>
+        <source>This installation has one engine build, and it cannot be loaded: {error}</source>
+        <translation>此安裝只有一個引擎版本，且無法載入：{error}</translation>
+    </message>
+    <message>
+        <source>with GPU offload</source>
+        <translation>支援 GPU 卸載</translation>
+    </message>
+    <message>
+        <source>CPU only, without GPU offload</source>
+        <translation>僅 CPU，不支援 GPU 卸載</translation>
+    </message>
+    <message>
+        <source>This installation has one engine build: llama.cpp through llama-cpp-python {version}, {offload}.</source>
+        <translation>此安裝只有一個引擎版本：llama.cpp（透過 llama-cpp-python {version}），{offload}。</translation>
+    </message>
+    <message>
+        <source>Automatic (matches this computer&apos;s GPUs)</source>
+        <translation>自動（配合這台電腦的 GPU）</translation>
     </message>
 </context>
 <context>
