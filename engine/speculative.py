@@ -23,7 +23,8 @@ draft, else a short probe of plain steps is run). The metrics say why it turned 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from statistics import median
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,10 @@ NGRAM_MAX = 4
 NGRAM_MIN = 2
 PROBE_DRAFTS = 24  # drafted tokens before the acceptance switch may judge a request
 MIN_ACCEPTANCE = 0.4  # below this, verifying drafts costs more than it gives on a CPU
-COST_STEPS = 6  # steps with drafts before their speed is compared with plain steps
+COST_STEPS = 8  # steps with drafts before their speed is compared with plain steps
 PLAIN_PROBE = 4  # plain steps measured (forced if none happened) for that comparison
+COST_MARGIN = 0.9  # drafting stops only when its steps are clearly slower than plain ones
+RATES_KEPT = 32  # recent per-step rates compared (medians: one stalled step decides nothing)
 SEARCH_WINDOW = 4096  # tokens of history searched for a match
 
 
@@ -129,12 +132,8 @@ class SpecState:
     accepted: int = 0
     off_reason: str | None = None
     length: int = 0  # drafts asked for at the next step (adapts; 0: ``draft_tokens``)
-    draft_steps: int = 0
-    draft_out: int = 0
-    draft_s: float = 0.0
-    plain_steps: int = 0
-    plain_out: int = 0
-    plain_s: float = 0.0
+    draft_rates: list[float] = field(default_factory=list)  # tokens/s of recent steps
+    plain_rates: list[float] = field(default_factory=list)
     probe: int = 0  # plain steps still to run before the cost is judged
 
     def __post_init__(self) -> None:
@@ -169,24 +168,20 @@ class SpecState:
                           f"{MIN_ACCEPTANCE:.0%}")
 
     def timed(self, drafted: bool, emitted: int, seconds: float) -> None:
-        """Count one decode step's wall time; turn off when drafting does not pay."""
-        if drafted:
-            self.draft_steps += 1
-            self.draft_out += emitted
-            self.draft_s += seconds
-        else:
-            self.plain_steps += 1
-            self.plain_out += emitted
-            self.plain_s += seconds
+        """Count one decode step's wall time; turn off when drafting clearly does not pay
+        (the median step with drafts below ``COST_MARGIN`` x the median plain step)."""
+        rates = self.draft_rates if drafted else self.plain_rates
+        rates.append(emitted / max(1e-9, seconds))
+        del rates[:-RATES_KEPT]
+        if not drafted:
             self.probe = max(0, self.probe - 1)
-        if not self.on or self.draft_steps < COST_STEPS or self.probe > 0:
+        if not self.on or len(self.draft_rates) < COST_STEPS or self.probe > 0:
             return
-        if self.plain_steps < PLAIN_PROBE:
-            self.probe = PLAIN_PROBE - self.plain_steps
+        if len(self.plain_rates) < PLAIN_PROBE:
+            self.probe = PLAIN_PROBE - len(self.plain_rates)
             return
-        with_drafts = self.draft_out / max(1e-9, self.draft_s)
-        plain = self.plain_out / max(1e-9, self.plain_s)
-        if with_drafts < plain:
+        with_drafts, plain = median(self.draft_rates), median(self.plain_rates)
+        if with_drafts < COST_MARGIN * plain:
             self.turn_off(f"steps with drafts gave {with_drafts:.1f} t/s, plain steps "
                           f"{plain:.1f} t/s")
 

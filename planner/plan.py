@@ -448,7 +448,8 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
         fits=fits, reasons=reasons, roles=best.roles, devices=devices, context=best.context,
         parallel=request.parallel, kv_type=best.kv_type, flash_attn=best.config.flash_attn,
         quant=profile.file_type, speculative=speed.spec, predicted=speed,
-        warnings=tuple(warnings), engine=engine_params(inventory, profile, request, best),
+        warnings=tuple(warnings), engine=_with_spec(engine_params(inventory, profile, request,
+                                                                  best), speed.spec, request),
         spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout,
         draft_model=request.draft_path if speed.spec.mode == SpecMode.DRAFT else None)
     bottleneck = find_bottleneck(plan_, inventory)
@@ -462,6 +463,18 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
 
         plan_ = replace(plan_, advice=advise(inventory, profile, request, plan_, what_if))
     return plan_
+
+
+def _with_spec(params: dict[str, Any], spec: SpecOutcome, request: Request) -> dict[str, Any]:
+    """The engine parameters with the speculation the plan chose (mode, draft length, the
+    draft model and where it runs: beside the target's main device)."""
+    if spec.mode == SpecMode.OFF:
+        return params
+    out = dict(params, spec_mode=spec.mode.value, draft_tokens=spec.draft_tokens)
+    if spec.mode == SpecMode.DRAFT and request.draft_path:
+        out["draft_model_path"] = request.draft_path
+        out["draft_n_gpu_layers"] = -1 if params.get("n_gpu_layers") else 0
+    return out
 
 
 def _price_override(inventory: Inventory, profile: ModelProfile, request: Request,

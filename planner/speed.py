@@ -52,9 +52,10 @@ class SpeedConstants:
     cpu_layer_thread_s: float = 5e-6       # ... growing with the thread count
     cpu_kv_cost: float = 20.0              # CPU flash attention at depth is far from
     #   bandwidth (the Epyc row: tg128 59.8 t/s at depth 0, 15.0 at depth 6000)
-    cpu_kv_cost_noflash: float = 2.0       # without flash attention the CPU reads the f16
-    #   cache with ordinary matmuls: SmolLM2-135M, 2 threads, this machine's llama-bench
-    #   -fa 0: tg64 67.5 t/s at depth 0, 48.3 at 1000, 32.5 at 3000 (-fa 1: 72.3, 22.5, 4.9)
+    cpu_kv_cost_noflash: float = 1.5       # without flash attention the CPU reads the f16
+    #   cache with ordinary matmuls. bench/cpu_attention.py (SmolLM2-135M, 2 threads):
+    #   flash on 97.0 / 33.7 / 13.2 t/s at depth 0 / 1000 / 3000 (cost 8.0, 9.1), flash
+    #   off 87.6 / 66.2 / 42.1 t/s (cost 1.4, 1.5)
     cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads

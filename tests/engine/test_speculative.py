@@ -185,3 +185,13 @@ def test_parallel_slots_draft_each_their_own(engine: Engine, demo_model: Path) -
     for p, a, b in zip(prompts, plain, spec, strict=True):
         assert b.metrics.drafted_tokens > 0
         assert_same_or_near_tie(demo_model, engine.tokenize(p), a, b)
+
+
+def test_cost_switch_ignores_a_stalled_step_and_a_small_difference() -> None:
+    state = SpecState("ngram", 4)
+    for _ in range(PLAIN_PROBE):
+        state.timed(False, 1, 0.01)  # 100 t/s plain
+    state.timed(True, 2, 1.0)  # one step stalled by other work: 2 t/s
+    for _ in range(COST_STEPS * 2):
+        state.timed(True, 1, 0.0105)  # 95 t/s: within the margin
+    assert state.on and state.label() == "ngram"

@@ -37,3 +37,26 @@ def test_expert_overrides_match_exactly_the_experts_planned_for_ram() -> None:
         name = f"blk.{i}.ffn_gate_exps.weight"
         on_cpu = any(r.search(name) and d == "CPU" for r, d in rules)
         assert on_cpu == (dev == "host"), i
+
+
+def test_the_chosen_speculation_reaches_the_engine_parameters() -> None:
+    from engine.launch import LaunchSpec
+    from planner.request import SpecMode, SpecRequest, TaskKind
+
+    model = S.build(S.QWEN25_32B, "Q4_K_M")
+    ngram = plan(rig(RTX_4090, RTX_3090), model,
+                 Request(advise=False, spec=SpecRequest(SpecMode.NGRAM, 4)))
+    assert ngram.speculative.mode == SpecMode.NGRAM
+    assert ngram.engine["spec_mode"] == "ngram" and ngram.engine["draft_tokens"] == 4
+    spec = LaunchSpec.from_plan_engine("/m.gguf", ngram.engine)
+    assert spec.spec_mode == "ngram" and spec.draft_tokens == 4
+    draft = S.build(S.QWEN25_3B, "Q4_K_M")
+    drafted = plan(rig(RTX_4090, RTX_3090), model,
+                   Request(advise=False, task=TaskKind.CODE, draft_profile=draft,
+                           draft_path="/d.gguf", spec=SpecRequest(SpecMode.DRAFT)))
+    assert drafted.engine["spec_mode"] == "draft"
+    assert drafted.engine["draft_model_path"] == "/d.gguf"
+    assert drafted.engine["draft_n_gpu_layers"] == -1  # beside the target, on the GPU
+    off = plan(rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M"),
+               Request(advise=False, task=TaskKind.CREATIVE))
+    assert off.speculative.mode == SpecMode.OFF and "spec_mode" not in off.engine
