@@ -103,6 +103,8 @@ def generate(model_path: str, engine: dict[str, Any], tokens: int, threads: int,
     cp.n_ctx = 512
     cp.n_batch = 512
     cp.n_threads = cp.n_threads_batch = threads
+    if "flash_attn" in engine:  # as planned (the planner turns it off on a CPU)
+        cp.flash_attn_type = 1 if engine["flash_attn"] else 0
     ctx = llama_cpp.llama_init_from_model(model, cp)
     vocab = llama_cpp.llama_model_get_vocab(model)
     n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
@@ -170,7 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         endpoints = given
         if not endpoints:
             endpoints, procs = start_workers(n_workers, threads)
-        local_inv = inventory_for(None)
+        detected = inventory_for(None)
+        # priced as it runs: the main and each loopback worker compute with ``threads``
+        local_inv = replace(detected, host=replace(detected.host, cores=threads,
+                                                   threads=threads))
         inv = add_workers(local_inv, endpoints)
         quiet = Request(advise=False, context=512)
         local_plan = plan(local_inv, profile, quiet)

@@ -1,8 +1,8 @@
 """Flash attention or not: on a CPU, llama.cpp's flash-attention kernel reads a deep KV
 cache several times slower than the ordinary matmul path does (see
-``SpeedConstants.cpu_kv_cost_noflash``), so a model that runs entirely on the CPU with an
-f16 cache decodes faster without it. A quantized V cache needs flash attention, and any
-GPU prefers it: those plans keep it."""
+``SpeedConstants.cpu_kv_cost_noflash``), so a model that runs entirely on CPUs (this
+machine's, or RPC workers serving theirs) with an f16 cache decodes faster without it.
+A quantized V cache needs flash attention, and any GPU prefers it: those plans keep it."""
 
 from __future__ import annotations
 
@@ -20,10 +20,12 @@ UNQUANTIZED_KV = ("f16", "bf16", "f32")
 REFERENCE_DEPTH = 4096
 
 
-def cpu_only(t: Trial) -> bool:
-    """Every layer and the output run on this machine's CPU."""
+def cpu_only(ctx: Context, t: Trial) -> bool:
+    """Every layer and the output run on a CPU: this machine's, or a worker's that serves
+    its CPU."""
+    cpus = {HOST} | {f"gpu{g.index}" for g in ctx.inventory.gpus if g.worker_cpu}
     pl = t.layout.placement
-    return all(d == HOST for d in pl.layer_devices) and pl.output_device == HOST
+    return all(d in cpus for d in (*pl.layer_devices, pl.output_device))
 
 
 def choose_flash(ctx: Context, best: Trial) -> tuple[Trial, Note | None]:
@@ -38,7 +40,7 @@ def choose_flash(ctx: Context, best: Trial) -> tuple[Trial, Note | None]:
             code = Code.FLASH_USER if pinned else Code.FLASH_NEEDED_BY_KV
             return best, Note(code, (("kv_type", best.kv_type),))
         return _without(ctx, best), Note(Code.FLASH_USER_OFF, ())
-    if not best.config.flash_attn or not cpu_only(best) or best.kv_type not in UNQUANTIZED_KV:
+    if not best.config.flash_attn or not cpu_only(ctx, best) or best.kv_type not in UNQUANTIZED_KV:
         return best, None
     t = _without(ctx, best)
     if not t.runnable or t.disk_bytes > best.disk_bytes:

@@ -261,12 +261,18 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
                           load.kv_bytes * c.gpu_kv_cost / bw,
                           load.layers * c.gpu_layer_s + call_s, 0.0)
     threads = worker_threads(inventory, gpu, c)
-    bw = min(gpu.bandwidth_gbps * GB * c.cpu_bw_fraction, threads * c.cpu_core_gbps * GB)
+    bw = min(gpu.bandwidth_gbps * GB * c.cpu_bw_fraction,
+             threads * c.cpu_core_gbps * worker_core_scale(inventory, gpu, c) * GB)
     bw /= c.cpu_iq_factor if load.iquant else 1.0
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
                       load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead + call_s, 0.0)
+
+
+def worker_core_scale(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """A worker CPU's per-core speed: this host's when it runs here, else the reference."""
+    return core_scale(inventory, c) if gpu.same_host else 1.0
 
 
 def worker_threads(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> int:
@@ -387,7 +393,8 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
         gpu = gpu_of(inventory, load.device)
         disk = load.disk_stored_bytes / disk_bandwidth(inventory, c) / n_ubatch
         if gpu is not None and gpu.worker_cpu:
-            cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9
+            cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9 \
+                * worker_core_scale(inventory, gpu, c)
             out.append((load.device, load.flops / cores))
         elif gpu is not None:
             out.append((load.device, load.flops / gpu_flops(gpu, c) + disk))
