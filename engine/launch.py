@@ -71,10 +71,11 @@ class LaunchSpec:
     # RPC workers (HOST:PORT) whose devices are registered before the load.
     rpc_workers: tuple[str, ...] = ()
     # speculative decoding for requests that do not choose: "off" | "ngram" | "draft" | "mtp"
-    # ("draft" loads draft_model_path beside the model, "mtp" the model's NextN layers)
+    # | "dflash" ("draft" loads draft_model_path beside the model, "mtp" the model's NextN
+    # layers, "dflash" the DFlash drafter at draft_model_path, fed the model's layer inputs)
     spec_mode: str = "off"
     draft_tokens: int = 8
-    # the draft model (same vocabulary) and its own placement
+    # the draft model or DFlash drafter (same vocabulary) and its own placement
     draft_model_path: str | None = None
     draft_n_gpu_layers: int = -1
     draft_devices: tuple[str, ...] = ()
@@ -91,8 +92,8 @@ class LaunchSpec:
             raise ValueError(f"spec_mode must be one of {SPEC_MODES}, not {self.spec_mode!r}")
         if self.draft_tokens < 0:
             raise ValueError("draft_tokens must not be negative")
-        if self.spec_mode == "draft" and not self.draft_model_path:
-            raise ValueError("spec_mode 'draft' needs draft_model_path")
+        if self.spec_mode in ("draft", "dflash") and not self.draft_model_path:
+            raise ValueError(f"spec_mode {self.spec_mode!r} needs draft_model_path")
         if self.n_ctx < 1 or self.n_seq_max < 1 or self.n_batch < 1 or self.n_ubatch < 1:
             raise ValueError("n_ctx, n_seq_max, n_batch and n_ubatch must be positive")
 

@@ -266,7 +266,8 @@ def rollback_refusal(model: NativeModel) -> str | None:
 
 def load_drafters(model: NativeModel, ctx: NativeContext,
                   spec: LaunchSpec) -> dict[str, Drafter]:
-    """The drafter the spec loads beside the model: a draft model or the NextN head."""
+    """The drafter the spec loads beside the model: a draft model, the NextN head or a
+    DFlash drafter."""
     if spec.spec_mode == "draft":
         from engine.draft_model import DraftModel
 
@@ -275,4 +276,8 @@ def load_drafters(model: NativeModel, ctx: NativeContext,
         from engine.mtp import MtpDrafter
 
         return {"mtp": MtpDrafter(model, ctx, spec)}
+    if spec.spec_mode == "dflash":
+        from engine.dflash import DFlashDrafter
+
+        return {"dflash": DFlashDrafter(model, ctx, spec)}
     return {}

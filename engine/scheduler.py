@@ -32,7 +32,8 @@ from engine.speculative import Drafter, NgramDrafter, Run, SpecState
 log = logging.getLogger(__name__)
 
 RETRY_PENALTIES = {"repeat_penalty": 1.3, "presence_penalty": 0.6, "frequency_penalty": 0.6}
-NOT_LOADED = {"draft": "no draft model is loaded", "mtp": "the model was loaded without MTP"}
+NOT_LOADED = {"draft": "no draft model is loaded", "mtp": "the model was loaded without MTP",
+              "dflash": "no DFlash drafter is loaded"}
 
 
 @dataclass

@@ -1,11 +1,12 @@
 """Speculative decoding: n-gram drafting, the drafter interface and the per-request switch.
 
 Drafters propose tokens after a slot's pending token: the n-gram (prompt lookup) drafter
-here, a small draft model (:mod:`engine.draft_model`) or the model's own NextN heads
-(:mod:`engine.mtp`). Verification happens in the scheduler: the pending token and the
-drafts go into the same ``llama_decode`` with logits at every position, the target samples
-at each position with the slot's own chain, and a draft is accepted iff it equals the token
-the target sampled there. Every proposal is deterministic given the slot's tokens, so this
+here, a small draft model (:mod:`engine.draft_model`), the model's own NextN heads
+(:mod:`engine.mtp`) or a DFlash block-diffusion drafter (:mod:`engine.dflash`).
+Verification happens in the scheduler: the pending token and the drafts go into the same
+``llama_decode`` with logits at every position, the target samples at each position with
+the slot's own chain, and a draft is accepted iff it equals the token the target sampled
+there. Every proposal is deterministic given the slot's tokens, so this
 keeps the target's distribution exactly (and at temperature 0 every token is the target's
 argmax).
 
@@ -29,7 +30,7 @@ from typing import Protocol
 
 log = logging.getLogger(__name__)
 
-SPEC_MODES = ("off", "ngram", "draft", "mtp")
+SPEC_MODES = ("off", "ngram", "draft", "mtp", "dflash")
 NGRAM_MAX = 4
 NGRAM_MIN = 2
 PROBE_DRAFTS = 24  # drafted tokens before the acceptance switch may judge a request
