@@ -46,6 +46,7 @@ class SpecMode(StrEnum):
     NGRAM = "ngram"
     DRAFT = "draft"
     MTP = "mtp"
+    DFLASH = "dflash"  # a DFlash block-diffusion drafter (``draft_profile``)
 
 
 KV_TYPES: tuple[str, ...] = ("f16", "q8_0", "q4_0")
@@ -65,7 +66,7 @@ class SpecRequest:
 
     @staticmethod
     def parse(text: str) -> SpecRequest:
-        """Parse ``off|ngram|draft|mtp[:N]`` as the CLI takes it.
+        """Parse ``off|ngram|draft|mtp|dflash[:N]`` as the CLI takes it.
 
         Raises:
             ValueError: an unknown mode or a bad draft length.
@@ -96,7 +97,8 @@ class Request:
         kv_type: f16 / q8_0 / q4_0 for both K and V.
         flash_attn: flash attention pinned on or off (None: the planner's choice).
         spec: a pinned speculation mode.
-        draft_profile: the draft model's profile when ``--draft-model`` is given.
+        draft_profile: the draft model's (or DFlash drafter's) profile when
+            ``--draft-model`` is given.
         draft_path: where that draft model is (passed through to the engine).
         roles: one role per GPU, in inventory order.
         gpu_order: GPU indices in the order their layer ranges follow (main first).

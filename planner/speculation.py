@@ -1,19 +1,23 @@
-"""Speculative decoding: mode (off / ngram / draft / mtp) and draft length, priced.
+"""Speculative decoding: mode (off / ngram / draft / mtp / dflash) and draft length, priced.
 
 A decode step is memory-bound, so verifying ``k`` drafted tokens costs little more than
 one token; with per-token acceptance ``a`` a step yields ``(1 - a^(k+1)) / (1 - a)``
 tokens. The MTP head and a draft model cost memory (checked with the memory model) and
-time per drafted token (priced at the bandwidth of the device that runs them).
+time per drafted token (priced at the bandwidth of the device that runs them). A DFlash
+drafter drafts a whole block in one pass (its weights and the target's output head read
+once per step), and its weights and KV cache sit on the target's main device.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from planner.codes import Code
 from planner.inventory import Inventory
+from planner.memory import DeviceMemory
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from planner.request import Request, SpecMode, TaskKind
 from planner.speed import (
@@ -88,6 +92,43 @@ def draft_model_seconds(inventory: Inventory, draft: ModelProfile, device: str,
     return device_time(inventory, load, threads).total_s
 
 
+def dflash_pass_seconds(inventory: Inventory, drafter: ModelProfile, target: ModelProfile,
+                        device: str, threads: int) -> float:
+    """Seconds of one DFlash pass on ``device``: the drafter's weights and the target's
+    output head (the drafter borrows it), read once for the whole block."""
+    body = drafter.weights_bytes - drafter.token_embd_bytes
+    head = target.output_bytes + (target.token_embd_bytes if target.tied_output else 0)
+    load = DeviceLoad(device, weight_bytes=body + head, layers=drafter.n_layers)
+    return device_time(inventory, load, threads).total_s
+
+
+def with_drafter(trial: Trial, device: str, nbytes: int) -> Trial:
+    """The trial with a drafter's weights and KV cache (``nbytes``) held on ``device``;
+    a GPU over its budget is flagged as with any pin."""
+    held = next((m for m in trial.memory if m.device == device), None)
+    if held is None:
+        memory = (*trial.memory, DeviceMemory(device, nbytes, 0, 0, 0, 0))
+    else:
+        memory = tuple(replace(m, weights_bytes=m.weights_bytes + nbytes)
+                       if m is held else m for m in trial.memory)
+    budget = next((r.budget_bytes for r in trial.roles if r.device == device), None)
+    total = sum(m.total_bytes for m in memory if m.device == device)
+    over = budget is not None and total > budget
+    return replace(trial, memory=memory, gpu_over=trial.gpu_over or over)
+
+
+def dflash_outcome(a: float, token_s: float, pass_s: float, verify: float,
+                   moe: tuple[float, float], max_k: int = 8) -> SpecOutcome:
+    """The block length (1..max_k) with the best tokens per second, or NO_SPEC: one pass
+    per step whatever ``k`` (priced as ``pass_s / k`` per drafted token)."""
+    best = NO_SPEC
+    for k in range(1, max_k + 1):
+        out = price_spec(SpecMode.DFLASH, k, a, token_s, pass_s / k, verify, *moe)
+        if out.tokens_per_step / out.step_cost > best.tokens_per_step / best.step_cost * 1.01:
+            best = out
+    return best
+
+
 def _moe_terms(profile: ModelProfile, trial: Trial) -> tuple[float, float]:
     """(share of a token's time spent on routed experts, n_expert_used / n_expert)."""
     if not profile.is_moe or trial.speed.token_s <= 0:
@@ -120,6 +161,13 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
         return NO_SPEC, [_note(Code.SPEC_OFF_CREATIVE)], best
     if request.parallel >= MAX_PARALLEL:
         return NO_SPEC, [_note(Code.SPEC_OFF_PARALLEL, parallel=request.parallel)], best
+    if request.draft_profile is not None and request.draft_profile.architecture == "dflash":
+        trial = with_drafter(best, main, draft_bytes(request.draft_profile, best.config.n_ctx))
+        pass_s = dflash_pass_seconds(inventory, request.draft_profile, profile, main, threads)
+        a = acceptance_for(request.task, SpecMode.DFLASH)
+        out = dflash_outcome(a, token_s, pass_s, verify, _moe_terms(profile, best))
+        spec_out, notes, _ = _if_worth(out, Code.SPEC_DRAFT, best)
+        return spec_out, notes, trial if spec_out.mode == SpecMode.DFLASH else best
     if request.draft_profile is not None:
         draft_s = draft_model_seconds(inventory, request.draft_profile,
                                       draft_device(request.draft_profile, best, main), threads)
@@ -181,6 +229,19 @@ def _pinned(inventory: Inventory, profile: ModelProfile, request: Request, best:
             return NO_SPEC, [_note(Code.SPEC_DRAFT_MISSING)], best
         draft_s = draft_model_seconds(inventory, request.draft_profile,
                                       draft_device(request.draft_profile, trial, main), threads)
+    elif mode == SpecMode.DFLASH:
+        if request.draft_profile is None:
+            return NO_SPEC, [_note(Code.SPEC_DRAFT_MISSING)], best
+        trial = with_drafter(best, main, draft_bytes(request.draft_profile, best.config.n_ctx))
+        pass_s = dflash_pass_seconds(inventory, request.draft_profile, profile, main, threads)
+        k = spec.draft_tokens or 0  # a block drafts exactly its length, like the MTP head
+        moe = _moe_terms(profile, trial)
+        out = dflash_outcome(a, trial.speed.token_s, pass_s, verify, moe) if k == 0 else \
+            price_spec(mode, k, a, trial.speed.token_s, pass_s / k, verify, *moe)
+        if out.mode == SpecMode.OFF:  # pinned on: honoured even when it does not pay
+            out = price_spec(mode, 2, a, trial.speed.token_s, pass_s / 2, verify, *moe)
+        return out, [_note(Code.SPEC_USER, mode=mode.value, draft_tokens=out.draft_tokens,
+                           acceptance=a)], trial
     else:
         draft_s = 0.0
     token_s = trial.speed.token_s
@@ -197,4 +258,5 @@ def _pinned(inventory: Inventory, profile: ModelProfile, request: Request, best:
                        acceptance=a)], trial
 
 
-__all__ = ["CONSTANTS", "choose_spec", "draft_model_seconds", "mtp_draft_seconds"]
+__all__ = ["CONSTANTS", "choose_spec", "dflash_pass_seconds", "draft_model_seconds",
+           "mtp_draft_seconds", "with_drafter"]

@@ -1,0 +1,62 @@
+"""A DFlash drafter pinned by the user is priced: its memory on the main device, one
+drafter pass per step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import planner.plan as plan_module
+from planner.memory import DeviceMemory
+from planner.plan import plan
+from planner.request import Request, SpecMode, SpecRequest, TaskKind
+from planner.speculation import dflash_pass_seconds, draft_bytes
+from planner.speed import verify_cost
+from tests.planner import shapes as S
+from tests.planner.rigs import RTX_4090, rig
+
+DFLASH_8B = S.ModelShape("Qwen3-8B-DFlash", "dflash", 5, 4096, 32, 8, 128, 12288, 151936,
+                         40960)
+
+
+def _on(memory: tuple[DeviceMemory, ...], device: str) -> int:
+    return sum(m.total_bytes for m in memory if m.device == device)
+
+
+def test_a_pinned_dflash_drafter_holds_memory_on_the_main_gpu_and_drafts_a_block_per_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    inv, model, drafter = rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M"), \
+        S.build(DFLASH_8B, "Q8_0")
+    seen: list[tuple[Any, Any, Any]] = []
+    choose = plan_module.choose_spec
+
+    def spy(*args: Any) -> Any:
+        out = choose(*args)
+        seen.append((args[3], out[0], out[2]))  # the trial before, the outcome, after
+        return out
+
+    monkeypatch.setattr(plan_module, "choose_spec", spy)
+    p = plan(inv, model, Request(advise=False, context=8192, task=TaskKind.CODE,
+                                 draft_profile=drafter, draft_path="/dflash.gguf",
+                                 spec=SpecRequest(SpecMode.DFLASH, 4)))
+    before, outcome, after = seen[0]
+    assert p.speculative.mode == SpecMode.DFLASH and outcome.mode == SpecMode.DFLASH
+    assert outcome.draft_tokens == 4 and outcome.tokens_per_step > 1.5
+    # the drafter's weights and its KV cache for the whole context, on the main GPU
+    added = draft_bytes(drafter, before.config.n_ctx)
+    assert added > drafter.weights_bytes
+    assert _on(after.memory, "gpu0") == _on(before.memory, "gpu0") + added
+    assert _on(after.memory, "host") == _on(before.memory, "host")
+    # one pass for the block of 4, not one per drafted token as with a draft model
+    token_s = before.speed.token_s
+    pass_s = dflash_pass_seconds(inv, drafter, model, "gpu0", inv.host.cores)
+    step_s = outcome.step_cost * token_s
+    assert step_s == pytest.approx(token_s * (1 + 4 * verify_cost(inv, "gpu0")) + pass_s)
+
+
+def test_a_dflash_pin_without_a_drafter_is_refused() -> None:
+    p = plan(rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M"),
+             Request(advise=False, context=8192, spec=SpecRequest(SpecMode.DFLASH, 4)))
+    assert p.speculative.mode == SpecMode.OFF
+    assert any(n.code.value == "spec_draft_missing" for n in p.decisions)
