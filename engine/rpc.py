@@ -82,10 +82,11 @@ class WorkerProbe:
 
 
 def parse_endpoint(text: str) -> tuple[str, int]:
-    """Split ``HOST:PORT`` (``[v6]:PORT`` too); the port defaults to 50052.
+    """Split ``HOST:PORT``; the port defaults to 50052.
 
     Raises:
-        ValueError: an empty host or a port outside 1..65535.
+        ValueError: an empty host, a port outside 1..65535, or an IPv6 literal (llama.cpp's
+            RPC client splits its address at the first colon: name the host instead).
     """
     text = text.strip()
     if text.startswith("["):
@@ -95,6 +96,9 @@ def parse_endpoint(text: str) -> tuple[str, int]:
         host, port_text = text.split(":")
     else:
         host, port_text = text, ""
+    if ":" in host:
+        raise ValueError(f"{text!r}: llama.cpp's RPC backend cannot reach an IPv6 address; "
+                         "use the worker's host name or IPv4 address")
     port = int(port_text) if port_text else DEFAULT_PORT
     if not host or not 0 < port < 65536:
         raise ValueError(f"not a worker address: {text!r} (expected HOST:PORT)")

@@ -32,6 +32,7 @@ SCHEMA = "loadout.plan/1"
 MIN_CONTEXT = 4096
 GOOD_CONTEXT = 32768
 MIN_RUNNABLE_TPS = 0.1      # a token every 10 s: "cannot run"
+DRAFTERS = (SpecMode.DRAFT, SpecMode.DFLASH)  # modes that load a second model
 
 
 @dataclass(frozen=True)
@@ -451,7 +452,7 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
         warnings=tuple(warnings), engine=_with_spec(engine_params(inventory, profile, request,
                                                                   best), speed.spec, request),
         spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout,
-        draft_model=request.draft_path if speed.spec.mode == SpecMode.DRAFT else None)
+        draft_model=request.draft_path if speed.spec.mode in DRAFTERS else None)
     bottleneck = find_bottleneck(plan_, inventory)
     plan_ = replace(plan_, bottleneck=bottleneck)
     if real and (request.pins_placement or request.kv_type or request.spec
@@ -471,7 +472,7 @@ def _with_spec(params: dict[str, Any], spec: SpecOutcome, request: Request) -> d
     if spec.mode == SpecMode.OFF:
         return params
     out = dict(params, spec_mode=spec.mode.value, draft_tokens=spec.draft_tokens)
-    if spec.mode == SpecMode.DRAFT and request.draft_path:
+    if spec.mode in DRAFTERS and request.draft_path:
         out["draft_model_path"] = request.draft_path
         out["draft_n_gpu_layers"] = -1 if params.get("n_gpu_layers") else 0
     return out

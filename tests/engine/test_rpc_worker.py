@@ -97,7 +97,7 @@ def test_worker_refuses_a_non_loopback_address_without_the_flag() -> None:
 @pytest.mark.parametrize("text,expected", [
     ("10.0.0.2:50052", ("10.0.0.2", 50052)),
     ("box", ("box", 50052)),
-    ("[::1]:6000", ("::1", 6000)),
+    ("localhost:6000", ("localhost", 6000)),
 ])
 def test_parse_endpoint(text: str, expected: tuple[str, int]) -> None:
     assert parse_endpoint(text) == expected
@@ -106,3 +106,10 @@ def test_parse_endpoint(text: str, expected: tuple[str, int]) -> None:
 def test_parse_endpoint_rejects_a_bad_port() -> None:
     with pytest.raises(ValueError):
         parse_endpoint("host:70000")
+
+
+@pytest.mark.parametrize("text", ["[::1]:6000", "fe80::1"])
+def test_an_ipv6_literal_is_refused_with_what_to_use_instead(text: str) -> None:
+    # llama.cpp's RPC client splits an address at its first colon
+    with pytest.raises(ValueError, match=r"IPv6.*host name or IPv4"):
+        parse_endpoint(text)

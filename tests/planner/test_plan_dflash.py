@@ -42,6 +42,9 @@ def test_a_pinned_dflash_drafter_holds_memory_on_the_main_gpu_and_drafts_a_block
                                  spec=SpecRequest(SpecMode.DFLASH, 4)))
     before, outcome, after = seen[0]
     assert p.speculative.mode == SpecMode.DFLASH and outcome.mode == SpecMode.DFLASH
+    # and the engine is told to load that drafter
+    assert p.engine["spec_mode"] == "dflash" and p.engine["draft_model_path"] == "/dflash.gguf"
+    assert p.draft_model == "/dflash.gguf"
     assert outcome.draft_tokens == 4 and outcome.tokens_per_step > 1.5
     # the drafter's weights and its KV cache for the whole context, on the main GPU
     added = draft_bytes(drafter, before.config.n_ctx)
