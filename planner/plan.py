@@ -22,7 +22,7 @@ from planner.placement import Layout
 from planner.profile import ModelProfile
 from planner.request import Priority, Request, Role, SpecMode
 from planner.roles import GpuRole, candidate_roles, with_role
-from planner.speculation import choose_spec
+from planner.speculation import choose_spec, draft_bytes, drafter_device, with_drafter
 from planner.speed import DISK, HOST, NO_SPEC, SpecOutcome, Speed
 from planner.trials import N_UBATCH_SPILLED, Context, Trial, exact, trial
 
@@ -198,10 +198,16 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
         if best.runnable and shorter.disk_bytes >= best.disk_bytes:
             break
         best = shorter
+    before_spec = best
     spec, spec_notes, best = choose_spec(
         inventory, profile, request, best,
         lambda t, mtp: trial(ctx, t.roles, t.kv_type, t.context, mtp))
     decisions += spec_notes
+    drafter = drafter_device(spec.mode, request, before_spec)
+    if drafter is not None and drafter != HOST:  # later trials leave it room on that GPU
+        ctx.extra[drafter] = ctx.extra.get(drafter, 0) + draft_bytes(
+            request.draft_profile, before_spec.config.n_ctx)  # type: ignore[arg-type]
+    spec_trial = best
     base = best
     if request.context is None:
         best = _grow_context(ctx, best, cap)
@@ -224,6 +230,12 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
             decisions.append(Note(Code.CONTEXT_TRAIN_LIMIT, (("train", cap),)))
         elif best.context < GOOD_CONTEXT:
             warnings.append(Note(Code.CONTEXT_BELOW_32K, (("context", best.context),)))
+    if drafter is not None and (best is not spec_trial or spec_trial is before_spec):
+        # the drafter's memory is held in the final arrangement (re-placed since, or a
+        # draft model, which speculation prices without holding)
+        assert request.draft_profile is not None
+        best = with_drafter(best, drafter, draft_bytes(request.draft_profile,
+                                                       best.config.n_ctx))
     remote_decisions, remote_warnings = _remote_notes(ctx, best)
     decisions += remote_decisions
     warnings += remote_warnings

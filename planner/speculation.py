@@ -137,6 +137,21 @@ def _moe_terms(profile: ModelProfile, trial: Trial) -> tuple[float, float]:
     return experts / trial.speed.token_s, profile.expert_used_count / profile.expert_count
 
 
+def main_device(best: Trial) -> str:
+    """The device a drafter sits beside: the Main GPU when it holds layers, else the host."""
+    main = next((r.device for r in best.roles if r.role.value == "main"), HOST)
+    return main if any(d == main for d in best.layout.placement.layer_devices) else HOST
+
+
+def drafter_device(mode: SpecMode, request: Request, best: Trial) -> str | None:
+    """Where the second model of ``mode`` (a draft model or a DFlash drafter) is held;
+    None when the mode loads none."""
+    if request.draft_profile is None or mode not in (SpecMode.DRAFT, SpecMode.DFLASH):
+        return None
+    main = main_device(best)
+    return main if mode == SpecMode.DFLASH else draft_device(request.draft_profile, best, main)
+
+
 def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, best: Trial,
                 retrial: Callable[[Trial, bool], Trial]
                 ) -> tuple[SpecOutcome, list[Note], Trial]:
@@ -150,9 +165,7 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
     """
     pinned = request.spec
     threads = inventory.host.cores
-    main = next((r.device for r in best.roles if r.role.value == "main"), HOST)
-    if not any(d == main for d in best.layout.placement.layer_devices):
-        main = HOST
+    main = main_device(best)
     verify = verify_cost(inventory, main)
     token_s = best.speed.token_s
     if pinned is not None:

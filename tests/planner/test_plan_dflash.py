@@ -63,3 +63,20 @@ def test_a_dflash_pin_without_a_drafter_is_refused() -> None:
              Request(advise=False, context=8192, spec=SpecRequest(SpecMode.DFLASH, 4)))
     assert p.speculative.mode == SpecMode.OFF
     assert any(n.code.value == "spec_draft_missing" for n in p.decisions)
+
+
+def test_the_final_plan_holds_the_drafter_on_its_device() -> None:
+    inv, model = rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M")
+    base = plan(inv, model, Request(advise=False, task=TaskKind.CODE,
+                                    spec=SpecRequest(SpecMode.OFF)))
+    for mode, drafter in ((SpecMode.DFLASH, S.build(DFLASH_8B, "Q8_0")),
+                          (SpecMode.DRAFT, S.build(S.QWEN25_3B, "Q4_K_M"))):
+        p = plan(inv, model, Request(advise=False, task=TaskKind.CODE, draft_profile=drafter,
+                                     draft_path="/d.gguf", spec=SpecRequest(mode, 4)))
+        assert p.speculative.mode == mode
+        gpu, gpu0 = (next(d for d in q.devices if d.id == "gpu0") for q in (p, base))
+        held = draft_bytes(drafter, p.engine["n_ctx"])
+        # the drafter is in the memory map, and the context left it room
+        assert gpu.weights_bytes >= gpu0.weights_bytes + held - (1 << 20), mode
+        assert gpu.weights_bytes + gpu.kv_bytes + gpu.compute_bytes + gpu.other_bytes \
+            <= gpu.capacity_bytes - gpu.reserve_bytes, mode
