@@ -44,6 +44,7 @@ SPEC_NAMES: dict[str, str] = {
     "ngram": QT_TRANSLATE_NOOP("Codes", "N-gram"),
     "draft": QT_TRANSLATE_NOOP("Codes", "Draft model"),
     "mtp": QT_TRANSLATE_NOOP("Codes", "MTP heads"),
+    "dflash": QT_TRANSLATE_NOOP("Codes", "DFlash drafter"),
 }
 
 KV_NAMES: dict[str, str] = {

@@ -448,6 +448,10 @@
         <translation>MTP 預測頭</translation>
     </message>
     <message>
+        <source>DFlash drafter</source>
+        <translation>DFlash 草稿模型</translation>
+    </message>
+    <message>
         <source>f16 (full)</source>
         <translation>f16（全精度）</translation>
     </message>
