@@ -60,9 +60,12 @@ def prompt_of(path: Path, n_tokens: int) -> str:
 
 
 def llama_bench(binary: Path, path: Path, threads: int) -> dict[str, float]:
-    """pp512 and tg128 (best sample of llama-bench's repetitions), in tokens/s."""
+    """pp512 and tg128 of one measured run each (after llama-bench's own warm-up), in
+    tokens/s: one sample per round, as the Loadout side takes, so that the best of the
+    rounds compares like with like (the best of 3 x 3 samples against the best of 3
+    would favour llama-bench on a noisy machine)."""
     cmd = [str(binary), "-m", str(path), "-t", str(threads), "-p", str(PROMPT_TOKENS),
-           "-n", str(GEN_TOKENS), "-ngl", "0", "-fa", "auto", "-r", "3", "-o", "json"]
+           "-n", str(GEN_TOKENS), "-ngl", "0", "-fa", "auto", "-r", "1", "-o", "json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     result: dict[str, float] = {}
     for test in json.loads(out):
