@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from engine.draft_model import draft_spec, vocab_mismatch
-from engine.errors import EngineError, ModelLoadError
+from engine.errors import EngineError
 from engine.gguf_file import load_profile
 from engine.launch import LaunchSpec
-from engine.native.context import NativeContext, context_params
-from engine.native.model import NativeModel, capture_native_log, failure_message, llama
-from engine.native.threadpool import ThreadPools
+from engine.native.context import NativeContext
+from engine.native.model import NativeModel, llama
+from engine.native.side_context import SideContext
 from engine.speculative import Run
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def dflash_refusal(target: NativeModel, drafter: NativeModel, layers: list[int],
     return None
 
 
-class DFlashDrafter:
+class DFlashDrafter(SideContext):
     """A DFlash drafter beside the target (mode ``"dflash"``); :meth:`free` releases it.
 
     Raises:
@@ -127,27 +127,19 @@ class DFlashDrafter:
             if why is not None:
                 raise EngineError(f"{Path(dspec.model_path).name} cannot draft for "
                                   f"{Path(spec.model_path).name}: {why}")
-            params = context_params(dspec)
-            params.ctx_other = target.ptr  # the target's embeddings and output head
-            with capture_native_log() as captured:
-                ptr = lib.llama_init_from_model(self.model.ptr, params)
-            if not ptr:
-                raise ModelLoadError(failure_message(
-                    captured, f"creating the context of {Path(dspec.model_path).name} failed"))
+            # ctx_other: the target's embeddings and output head
+            self._open(self.model.ptr, dspec, f"the context of {Path(dspec.model_path).name}",
+                       ctx_other=target.ptr)
         except BaseException:
             self.model.free()
             raise
-        self.ptr = ptr
-        self.memory = lib.llama_get_memory(ptr)
-        self.pools = ThreadPools(ptr, dspec.threads, dspec.threads_batch)
-        self.batch = lib.llama_batch_ext_init(ptr)
         self.target = target
         self.n_embd = int(lib.llama_model_n_embd(target_model.ptr))
         self.n_vocab = self.model.n_vocab
         self.mask = int(lib.llama_vocab_mask(self.model.vocab))
         self.block = int(self.model.meta("dflash.block_size") or DEFAULT_BLOCK)
         causal = self.model.meta("dflash.attention.causal") == "true"
-        lib.llama_set_causal_attn(ptr, causal)
+        lib.llama_set_causal_attn(self.ptr, causal)
         for layer in self.layers:
             ext("set_layer_inp")(target.ptr, layer, True)
         log.info("DFlash drafting with %s: target layers %s, block %d",
@@ -156,12 +148,6 @@ class DFlashDrafter:
     # -- the drafter's own cache ------------------------------------------------------
     def _held(self, seq: int) -> int:
         return int(llama().llama_memory_seq_pos_max(self.memory, seq)) + 1
-
-    def _seq_rm(self, seq: int, p0: int) -> bool:
-        if llama().llama_memory_seq_rm(self.memory, seq, p0, -1):
-            return True
-        llama().llama_memory_seq_rm(self.memory, seq, -1, -1)
-        return False
 
     def _process(self) -> int:
         lib = llama()
@@ -232,10 +218,5 @@ class DFlashDrafter:
 
     def free(self) -> None:
         """Release the batch, context and model; idempotent."""
-        if getattr(self, "ptr", None):
-            lib = llama()
-            lib.llama_batch_ext_free(self.batch)
-            self.pools.free()
-            lib.llama_free(self.ptr)
-            self.ptr = None
+        if self._close():
             self.model.free()

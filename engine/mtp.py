@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import EngineError, ModelLoadError
+from engine.errors import EngineError
 from engine.launch import LaunchSpec
-from engine.native.context import NativeContext, context_params
-from engine.native.model import NativeModel, capture_native_log, failure_message, llama
-from engine.native.threadpool import ThreadPools
+from engine.native.context import NativeContext
+from engine.native.model import NativeModel, llama
+from engine.native.side_context import SideContext
 from engine.speculative import Run
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ def _ext() -> Any:
     return ext
 
 
-class MtpDrafter:
+class MtpDrafter(SideContext):
     """The NextN head of a model loaded with ``load_mtp`` (mode ``"mtp"``).
 
     Raises:
@@ -58,22 +58,13 @@ class MtpDrafter:
         if int(lib.llama_model_n_layer_nextn(model.ptr)) < 1:
             raise EngineError(f"{Path(spec.model_path).name} has no NextN (MTP) layers to "
                               "draft with")
-        params = context_params(spec)
-        params.ctx_type = lib.LLAMA_CONTEXT_TYPE_MTP
-        with capture_native_log() as captured:
-            ptr = lib.llama_init_from_model(model.ptr, params)
-        if not ptr:
-            raise ModelLoadError(failure_message(
-                captured, f"creating the MTP context of {Path(spec.model_path).name} failed"))
-        self.ptr = ptr
-        self.memory = lib.llama_get_memory(ptr)
-        self.pools = ThreadPools(ptr, spec.threads, spec.threads_batch)
+        self._open(model.ptr, spec, f"the MTP context of {Path(spec.model_path).name}",
+                   ctx_type=lib.LLAMA_CONTEXT_TYPE_MTP)
         self.target = target
         self.n_embd = int(lib.llama_model_n_embd_out(model.ptr))
         self.n_vocab = model.n_vocab
-        self.batch = lib.llama_batch_ext_init(ptr)
         _ext().llama_set_embeddings_nextn(target.ptr, True, False)  # h of every token
-        _ext().llama_set_embeddings_nextn(ptr, True, True)  # h of the drafted rows only
+        _ext().llama_set_embeddings_nextn(self.ptr, True, True)  # h of the drafted rows only
         zero = np.zeros(self.n_embd, dtype=np.float32)
         self.pending: dict[int, np.ndarray] = {}  # per sequence: h before its next token
         self.pending_pos: dict[int, int] = {}  # the position that h belongs to
@@ -84,10 +75,6 @@ class MtpDrafter:
                  int(lib.llama_model_n_layer_nextn(model.ptr)))
 
     # -- the head's own cache ---------------------------------------------------------
-    def _seq_rm(self, seq: int, p0: int) -> None:
-        if not llama().llama_memory_seq_rm(self.memory, seq, p0, -1):
-            llama().llama_memory_seq_rm(self.memory, seq, -1, -1)
-
     def _process(self, entries: list[tuple[int, int, int, np.ndarray]],
                  output_last: bool) -> int:
         """Decode (seq, pos, token, h) entries through the head; llama.cpp's status."""
@@ -171,9 +158,4 @@ class MtpDrafter:
 
     def free(self) -> None:
         """Release the batch and the MTP context; idempotent."""
-        if getattr(self, "ptr", None):
-            lib = llama()
-            lib.llama_batch_ext_free(self.batch)
-            self.pools.free()
-            lib.llama_free(self.ptr)
-            self.ptr = None
+        self._close()
