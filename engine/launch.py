@@ -65,6 +65,9 @@ class LaunchSpec:
     swa_full: bool = False
     kv_unified: bool = False
     tensor_overrides: tuple[tuple[str, str], ...] = ()
+    # decode BOS/EOS once after the load (llama.cpp's server does too): the first request's
+    # TTFT is then its own, and a decode that cannot run fails the load
+    warm_up: bool = True
     # llama.cpp device names to split layers over, in order (empty: llama.cpp's default
     # of every local GPU); RPC devices of remote workers are named here explicitly.
     devices: tuple[str, ...] = ()

@@ -5,6 +5,9 @@
 - Decode t/s: generated tokens after the first / time from first to last token.
 - End-to-end t/s: generated tokens / (request received -> last token).
 - Acceptance: accepted / drafted tokens, and tokens per decode step, when speculating.
+- Decode overhead: the share of the decode time (first -> last token) spent outside
+  llama.cpp's ``llama_decode`` (sampling, detokenizing, streaming, speculation's drafting):
+  what the engine costs on top of llama.cpp, measured over the same seconds.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class RequestTimer:
     accepted_tokens: int = 0
     decode_steps: int = 0
     speculation: str | None = None  # the mode, or why it turned off (None: not asked)
+    native_s: float = 0.0  # seconds inside llama_decode over the steps after the first token
 
     def prefill_started(self) -> None:
         self.prefill_start = time.perf_counter()
@@ -61,6 +65,10 @@ class RequestTimer:
         end = self.last_token if self.last_token is not None else now
         e2e_tps = self.generated_tokens / (end - self.received) if self.generated_tokens \
             and end > self.received else None
+        overhead = None
+        if decode_tps is not None and self.native_s > 0.0:
+            assert self.first_token is not None and self.last_token is not None
+            overhead = max(0.0, 1.0 - self.native_s / (self.last_token - self.first_token))
         acceptance = self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
         per_step = self.generated_tokens / self.decode_steps if self.decode_steps else None
         return Metrics(ttft_s=ttft, prefill_tps=prefill_tps, decode_tps=decode_tps,
@@ -69,7 +77,8 @@ class RequestTimer:
                        generated_tokens=self.generated_tokens, prefill_s=prefill_s,
                        drafted_tokens=self.drafted_tokens,
                        accepted_tokens=self.accepted_tokens, acceptance=acceptance,
-                       tokens_per_step=per_step, speculation=self.speculation)
+                       tokens_per_step=per_step, speculation=self.speculation,
+                       decode_overhead=overhead)
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,7 @@ class Metrics:
     acceptance: float | None = None
     tokens_per_step: float | None = None
     speculation: str | None = None
+    decode_overhead: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)

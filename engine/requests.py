@@ -39,6 +39,9 @@ class SamplingParams:
     grammar: str | None = None
     loop_guard: str = "stop"
     ignore_eos: bool = False  # benchmarks: always generate max_tokens
+    # reuse the slot's cached tokens that the prompt starts with (False: process it whole,
+    # as a benchmark repeat must)
+    cache_prompt: bool = True
     # speculative decoding: "off" | "ngram"; None takes the engine's LaunchSpec setting
     spec_mode: str | None = None
     draft_tokens: int | None = None  # drafts per step (None: the engine's setting)

@@ -34,6 +34,7 @@ from engine.speculative import Drafter
 log = logging.getLogger(__name__)
 
 _IDLE_WAIT_S = 0.25
+_STATUS_EVERY_S = 0.1
 
 
 class Engine:
@@ -67,6 +68,8 @@ class Engine:
         drafters: dict[str, Drafter] = {}
         try:
             self._ctx = NativeContext(self._model, spec)
+            if spec.warm_up:
+                self._ctx.warm_up(self._model, Path(spec.model_path).name)
             self.speculation_refusal = rollback_refusal(self._model)
             if self.speculation_refusal is None:
                 drafters = load_drafters(self._model, self._ctx, spec)
@@ -218,12 +221,18 @@ class Engine:
 
     def _run(self) -> None:
         sched = self._scheduler
+        shown = 0.0
         try:
             while not self._closed.is_set():
                 self._admit(block=not sched.active)
                 if sched.active:
                     sched.step()
-                    self._status_slots = sched.slot_status()
+                    # the slots' snapshot for status(), a few times a second rather than
+                    # every token: each step's Python work delays the next llama_decode
+                    now = time.perf_counter()
+                    if now - shown >= _STATUS_EVERY_S or not sched.active:
+                        self._status_slots = sched.slot_status()
+                        shown = now
         except Exception as exc:  # never leave callers waiting on a dead thread
             log.exception("engine worker failed")
             sched.abort_all("error", error=f"{type(exc).__name__}: {exc}")
@@ -234,6 +243,8 @@ class Engine:
 
     def _admit(self, block: bool) -> None:
         sched = self._scheduler
+        if not block and self._queue.empty():
+            return
         while sched.has_free_slot():
             try:
                 item = self._queue.get(timeout=_IDLE_WAIT_S) if block \

@@ -123,7 +123,7 @@ class Scheduler:
         except Exception as exc:  # a bad grammar is the caller's error, not the engine's
             item.handle.push(Chunk("", (), "error", item.timer.snapshot(), error=str(exc)))
             return
-        reuse = common_prefix(slot.tokens, item.prompt)
+        reuse = common_prefix(slot.tokens, item.prompt) if params.cache_prompt else 0
         reuse = min(reuse, len(item.prompt) - 1)  # the last prompt token must be decoded
         for drafter in self.drafters.values():
             reuse = min(reuse, drafter.admit(slot.seq, reuse))
@@ -202,7 +202,14 @@ class Scheduler:
                 slot.logits_index = index
         if batch.n_tokens == 0:
             return
+        t_native = time.perf_counter()
         status = batch.decode(self.ctx.ptr)
+        native_s = time.perf_counter() - t_native
+        for run in runs:
+            # the slots that were generating: their decode time includes this call
+            slot = self.slots[run.seq]
+            if slot.state == "generate" and slot.timer is not None:
+                slot.timer.native_s += native_s
         if status != 0:
             self._decode_failed(status)
             return

@@ -66,6 +66,38 @@ class NativeContext:
         self.n_seq_max = int(lib.llama_n_seq_max(ptr))
         self.pools = ThreadPools(ptr, spec.threads, spec.threads_batch)
 
+    def warm_up(self, model: NativeModel, name: str) -> None:
+        """Decode BOS and EOS once and forget them, as llama.cpp's server does after a load:
+        the weights are read (from disk, for an mmap'd file not yet cached), the backends
+        set up their kernels and workspaces, so the first request's TTFT is its own, and a
+        decode that cannot run fails the load rather than the first request.
+
+        Raises:
+            OutOfMemoryError: a buffer of the first decode could not be allocated.
+            ModelLoadError: the first decode failed for another reason.
+        """
+        from engine.native.batch import Batch
+
+        lib = llama()
+        tokens = [t for t in (lib.llama_vocab_bos(model.vocab), lib.llama_vocab_eos(model.vocab))
+                  if t >= 0][:self.n_batch] or [0]
+        batch = Batch(len(tokens), 1)
+        try:
+            for i, token in enumerate(tokens):
+                batch.add(token, i, 0, i == len(tokens) - 1)
+            with capture_native_log() as captured:
+                status = batch.decode(self.ptr)
+        finally:
+            batch.free()
+            self.seq_clear(0)
+        if status != 0:
+            what = f"the first decode of {name}"
+            oom = allocation_error(captured.lines, what)
+            if oom is not None:
+                raise oom
+            raise ModelLoadError(failure_message(
+                captured, f"{what} failed (llama_decode returned {status})"))
+
     def seq_rm(self, seq: int, p0: int, p1: int = -1) -> bool:
         """Remove the cells of ``seq`` at positions [p0, p1) (p1 < 0: to the end)."""
         return bool(llama().llama_memory_seq_rm(self.memory, seq, p0, p1))

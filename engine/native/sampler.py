@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import random
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,18 @@ from engine.errors import EngineError
 from engine.native.model import llama
 
 PENALTY_LAST_N = 64
+
+
+@cache
+def _logits_address() -> Any:
+    """``llama_get_logits_ith`` returning the row's address as an int (the bindings return
+    a ctypes pointer, which costs an object per call)."""
+    import llama_cpp.llama_cpp as bindings
+
+    fn = ctypes.CDLL(bindings._lib._name).llama_get_logits_ith  # the handle already loaded
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    fn.restype = ctypes.c_void_p
+    return fn
 
 
 class SamplerChain:
@@ -32,6 +46,8 @@ class SamplerChain:
             add(self.ptr, lib.llama_sampler_init_penalties(
                 n_vocab, PENALTY_LAST_N, repeat_penalty, frequency_penalty, presence_penalty))
         self._n_vocab = n_vocab
+        self._row_address: int | None = None
+        self._row: Any = None  # a numpy view of the last logits row, reused while it stays
         # plain greedy needs no sampler at all: an argmax over the logits row is ~10x
         # cheaper than filling llama.cpp's candidate array for the whole vocabulary
         self.plain_greedy = temperature <= 0.0 and not grammar and repeat_penalty == 1.0 \
@@ -51,12 +67,17 @@ class SamplerChain:
 
     def sample(self, ctx: Any, index: int) -> int:
         """Sample (and accept) the next token from the logits at batch ``index``."""
-        lib = llama()
         if self.plain_greedy:
-            row = lib.llama_get_logits_ith(ctx, index)
-            if row:
-                return int(np.ctypeslib.as_array(row, shape=(self._n_vocab,)).argmax())
-        return int(lib.llama_sampler_sample(self.ptr, ctx, index))
+            # the decode step's cost after llama_decode returns runs with caches the
+            # weights have just flushed: the fewer Python objects per token, the better
+            address = _logits_address()(ctx, index)
+            if address:
+                if address != self._row_address:
+                    buffer = (ctypes.c_float * self._n_vocab).from_address(address)
+                    self._row = np.frombuffer(memoryview(buffer), dtype=np.float32)
+                    self._row_address = address
+                return int(self._row.argmax())
+        return int(llama().llama_sampler_sample(self.ptr, ctx, index))
 
     def free(self) -> None:
         """Release the chain and its samplers; idempotent."""

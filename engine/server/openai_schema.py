@@ -3,9 +3,10 @@
 Everything here is pure (no I/O): the HTTP layer hands in decoded JSON and gets back a
 :class:`ParsedRequest` or an :class:`ApiError` carrying the status code and the
 OpenAI-style error document. Extra keys the API does not name (``top_k``, ``min_p``,
-``repeat_penalty``, ``grammar``, ``loop_guard``) are accepted as llama.cpp's server does,
-and ``speculative: {"mode": "off"|"ngram"|"draft"|"mtp", "draft_tokens": N}`` chooses
-speculative decoding for the request (among the modes the served engine has loaded).
+``repeat_penalty``, ``grammar``, ``loop_guard``, ``cache_prompt``) are accepted as
+llama.cpp's server does, and ``speculative: {"mode": "off"|"ngram"|"draft"|"mtp",
+"draft_tokens": N}`` chooses speculative decoding for the request (among the modes the
+served engine has loaded).
 The response documents are built in :mod:`engine.server.openai_responses`.
 """
 
@@ -229,6 +230,11 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None
             raise bad(f"'loop_guard' must be one of {', '.join(LOOP_GUARD_MODES)}",
                       "loop_guard")
         values["loop_guard"] = guard
+    cache_prompt = body.get("cache_prompt")
+    if cache_prompt is not None:
+        if not isinstance(cache_prompt, bool):
+            raise bad("'cache_prompt' must be true or false", "cache_prompt", "invalid_type")
+        values["cache_prompt"] = cache_prompt
     extra_grammar = body.get("grammar")
     if extra_grammar is not None:
         if not isinstance(extra_grammar, str) or not extra_grammar.strip():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import Any
 
 
@@ -24,6 +25,9 @@ def add_launch_arguments(p: argparse.ArgumentParser, ctx_default: int = 4096) ->
                    help="RPC workers ('loadout worker') whose devices the plan may use")
     p.add_argument("--no-plan", action="store_true",
                    help="skip the planner and load with the default launch parameters")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="skip the warm-up decode after the load (the first request then "
+                        "pays for reading the weights)")
 
 
 def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
@@ -44,10 +48,14 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
     if args.no_plan:
         spec = _default_spec(path, args.ctx, 1, args.threads,
                              {k: v for k, v in overrides.items() if v is not None})
-        return PlannedLaunch(spec, None, note="not planned: --no-plan")
-    return plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
-                       n_threads=args.threads, overrides=overrides, attempt=attempt,
-                       depth=depth, workers=worker_list(getattr(args, "workers", None)))
+        launch = PlannedLaunch(spec, None, note="not planned: --no-plan")
+    else:
+        launch = plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
+                             n_threads=args.threads, overrides=overrides, attempt=attempt,
+                             depth=depth, workers=worker_list(getattr(args, "workers", None)))
+    if getattr(args, "no_warmup", False):
+        launch = replace(launch, spec=launch.spec.with_changes(warm_up=False))
+    return launch
 
 
 def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,

@@ -36,6 +36,8 @@ def register(sub: Any) -> None:
                    help="RPC workers ('loadout worker') whose devices the plan may use")
     p.add_argument("--no-plan", action="store_true",
                    help="skip the planner: every layer on the default device, f16 KV")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="skip the warm-up decode after the load")
     p.add_argument("--alias", action="append", default=[],
                    help="another name accepted as the request's model (repeatable)")
     p.add_argument("--ready-json", action="store_true",
@@ -80,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_local_model(args.model)
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
-    options = ServeOptions(spec=_spec(args, path), host=args.host, port=args.port,
+    spec = _spec(args, path)
+    if args.no_warmup:
+        spec = spec.with_changes(warm_up=False)
+    options = ServeOptions(spec=spec, host=args.host, port=args.port,
                            api_key=args.api_key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, aliases=aliases,

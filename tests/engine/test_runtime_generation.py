@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.errors import ContextOverflowError, EngineClosedError, QueueFullError
 from engine.launch import LaunchSpec
+from engine.native.batch import Batch
+from engine.native.sampler import SamplerChain
 from engine.requests import GenerationRequest, SamplingParams
 from engine.runtime import Engine
 
@@ -24,6 +28,30 @@ def engine(demo_model: Path) -> Iterator[Engine]:
     eng = Engine(LaunchSpec(str(demo_model), n_threads=1, n_ctx=2048, n_seq_max=2))
     yield eng
     eng.close()
+
+
+def test_warm_up_decodes_once_at_load_and_leaves_nothing_behind(
+        demo_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    decode = Batch.decode
+
+    def counted(self: Batch, ctx: Any) -> int:
+        calls.append(self.n_tokens)
+        return decode(self, ctx)
+
+    monkeypatch.setattr(Batch, "decode", counted)
+    answers = []
+    for warm in (True, False):
+        calls.clear()
+        with Engine(LaunchSpec(str(demo_model), n_threads=1, n_ctx=1024,
+                               warm_up=warm)) as eng:
+            loaded_with = list(calls)
+            assert eng._ctx.seq_pos_max(0) == -1  # the warm-up's cells are gone
+            final = eng.submit(ask(QUESTION)).result(60)
+        assert loaded_with == ([2] if warm else [])  # BOS and EOS, once
+        assert final.metrics.cached_tokens == 0
+        answers.append(final.text)
+    assert answers[0] == answers[1] and "paris" in answers[0].lower()
 
 
 def ask(text: str) -> GenerationRequest:
@@ -60,6 +88,30 @@ def test_metrics_follow_the_design_definitions(engine: Engine) -> None:
     assert m.prefill_tps is not None and m.decode_tps is not None and m.e2e_tps is not None
     # end-to-end includes the prompt time, so it is slower than decode alone
     assert m.e2e_tps < m.decode_tps
+    # some of the decode time is the engine's own (sampling, streaming), most is llama.cpp's
+    assert m.decode_overhead is not None and 0.0 < m.decode_overhead < 0.5
+
+
+def test_decode_overhead_counts_the_time_spent_outside_llama_cpp(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    pause = 0.02
+    sample = SamplerChain.sample
+
+    def slow_sample(self: SamplerChain, ctx: Any, index: int) -> int:
+        time.sleep(pause)  # work of the engine's own, between two llama_decode calls
+        return sample(self, ctx, index)
+
+    monkeypatch.setattr(SamplerChain, "sample", slow_sample)
+    m = engine.submit(GenerationRequest(
+        prompt="Once upon a time", params=SamplingParams(temperature=0.0, max_tokens=12,
+                                                         loop_guard="off",
+                                                         ignore_eos=True))).result(60).metrics
+    assert m.decode_tps is not None and m.decode_overhead is not None
+    decode_s = (m.generated_tokens - 1) / m.decode_tps
+    outside = m.decode_overhead * decode_s
+    # 11 decode steps after the first token, each with one slowed sample
+    assert outside >= 11 * pause * 0.9
+    assert outside < decode_s
 
 
 def test_second_request_reuses_the_cached_prompt_prefix(engine: Engine) -> None:

@@ -80,6 +80,11 @@ def test_second_identical_prompt_reuses_cached_prefix(server: ServerProcess,
     again = client.chat.completions.create(model=server.model, messages=messages,
                                            max_tokens=4, temperature=0)
     assert again.usage.prompt_tokens_details.cached_tokens >= again.usage.prompt_tokens - 1
+    whole = client.chat.completions.create(model=server.model, messages=messages,
+                                           max_tokens=4, temperature=0,
+                                           extra_body={"cache_prompt": False})
+    assert whole.usage.prompt_tokens_details.cached_tokens == 0
+    assert whole.choices[0].message.content == again.choices[0].message.content
 
 
 def test_streaming_chat_chunks_fit_the_schema_and_join_to_the_answer(

@@ -39,14 +39,15 @@ def test_sampling_fields_reach_the_engine_request() -> None:
     parsed = parse_chat(_chat(temperature=0.2, top_p=0.5, top_k=7, min_p=0.1, seed=42,
                               max_tokens=33, stop="END", presence_penalty=0.5,
                               frequency_penalty=-0.5, repeat_penalty=1.1,
-                              loop_guard="retry", stream=True,
+                              loop_guard="retry", cache_prompt=False, stream=True,
                               stream_options={"include_usage": True}), MODEL)
     p = parsed.generation.params
     assert (p.temperature, p.top_p, p.top_k, p.min_p, p.seed, p.max_tokens) == \
         (0.2, 0.5, 7, 0.1, 42, 33)
     assert (p.stop, p.presence_penalty, p.frequency_penalty, p.repeat_penalty) == \
         (("END",), 0.5, -0.5, 1.1)
-    assert p.loop_guard == "retry" and p.grammar is None
+    assert p.loop_guard == "retry" and p.grammar is None and not p.cache_prompt
+    assert parse_chat(_chat(), MODEL).generation.params.cache_prompt
     assert parsed.stream and parsed.include_usage
     assert parsed.generation.messages == ({"role": "user", "content": "hi"},)
 
@@ -81,6 +82,7 @@ def test_aliases_name_the_same_model_and_anything_else_is_404() -> None:
     (_chat(logit_bias={"1": 5}), "logit_bias"),
     (_chat(stream="yes"), "stream"),
     (_chat(loop_guard="forever"), "loop_guard"),
+    (_chat(cache_prompt="no"), "cache_prompt"),
     (_chat(response_format={"type": "json_schema", "json_schema": {"schema": 3}}),
      "response_format.json_schema.schema"),
     (_chat(response_format={"type": "json_schema",
