@@ -1,20 +1,27 @@
 """``loadout bench MODEL``: measured prefill / decode / TTFT next to the Plan's prediction.
 
-Greedy, so runs can be compared; one warm-up request first (its prompt shares no prefix
-with the measured one, so nothing measured comes from the cache).
+Greedy, so runs can be compared. One warm-up request first, as ``llama-bench`` warms up
+with the test it then measures: its prompt is as long as the measured one (up to one
+micro-batch), so the measured prefill does not pay the first touch of llama.cpp's buffers,
+and it shares no prefix with it, so nothing measured comes from the cache. ``--repeat N``
+measures the request N times, each processing the whole prompt, and reports the median
+of each figure (every run's figure under ``samples``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from loadout.commands.chat import add_launch_arguments, plan_and_load
 
 SCHEMA = "loadout.bench/1"
+SAMPLED = ("decode_tps", "prefill_tps", "ttft_s", "e2e_tps", "decode_overhead")
 # A plain-prose prompt of a few hundred tokens: long enough for a stable prefill figure.
 DEFAULT_PROMPT = (
     "The history of the lighthouse begins with fires lit on hilltops to guide ships home. "
@@ -35,6 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--raw", action="store_true",
                    help="send the prompt as raw text (default: as one user message, "
                         "rendered with the model's chat template)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="measure the request this many times (each processes the whole "
+                        "prompt) and report the median of each figure")
     p.add_argument("--json", action="store_true", help="print one loadout.bench/1 document")
 
 
@@ -48,21 +58,28 @@ def run(args: argparse.Namespace) -> int:
     # prompt to prompt + max_tokens
     launch, engine = plan_and_load(args, prompt_tokens=prompt_tokens,
                                    depth=prompt_tokens + max(1, args.max_tokens) // 2)
+    finals = []
     try:
+        # the whole prompt every time, as llama-bench clears its memory between repetitions
         greedy = SamplingParams(temperature=0.0, max_tokens=max(1, args.max_tokens),
-                                loop_guard="off", ignore_eos=args.ignore_eos)
-        engine.submit(GenerationRequest(prompt="Warm up.", params=SamplingParams(
-            temperature=0.0, max_tokens=4, loop_guard="off"))).result()
+                                loop_guard="off", ignore_eos=args.ignore_eos,
+                                cache_prompt=False)
+        warm = SamplingParams(temperature=0.0, max_tokens=4, loop_guard="off")
+        engine.submit(GenerationRequest(prompt=warm_up_prompt(engine, prompt),
+                                        params=warm)).result()
         request = GenerationRequest(prompt=prompt, params=greedy) if args.raw else \
             GenerationRequest(messages=({"role": "user", "content": prompt},), params=greedy)
-        final = engine.submit(request).result()
+        for _ in range(max(1, args.repeat)):
+            finals.append(engine.submit(request).result())
+            if finals[-1].error:
+                break
         load_s = engine.load_seconds
     finally:
         engine.close()
-    if final.error:
-        print(f"loadout bench: error: {final.error}", file=sys.stderr)
+    if finals[-1].error:
+        print(f"loadout bench: error: {finals[-1].error}", file=sys.stderr)
         return 1
-    doc = bench_document(final, launch.predicted, load_s, launch.spec.to_json())
+    doc = bench_document(finals, launch.predicted, load_s, launch.spec.to_json())
     if args.json:
         print(json.dumps(doc))
     else:
@@ -70,18 +87,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def bench_document(final: Any, predicted: dict[str, Any] | None, load_s: float,
+def warm_up_prompt(engine: Any, prompt: str) -> str:
+    """A raw prompt as long as ``prompt`` (at most one micro-batch) that shares no prefix
+    with it, raw or rendered as a chat."""
+    room = min(engine.spec.n_ubatch, engine.n_ctx_per_seq - 16)
+    tokens = engine.tokenize(prompt, add_special=False)[:max(0, room)]
+    return "Warm up. " + str(engine.detokenize(tokens))
+
+
+def bench_document(finals: Sequence[Any], predicted: dict[str, Any] | None, load_s: float,
                    spec: dict[str, Any]) -> dict[str, Any]:
-    """The ``loadout.bench/1`` JSON document of one measured request."""
-    m = final.metrics
+    """The ``loadout.bench/1`` document of the measured requests: each speed figure is the
+    median over them (``samples`` lists every one)."""
+    metrics = [f.metrics for f in finals]
+    samples = {key: [getattr(m, key) for m in metrics] for key in SAMPLED}
+    figures = {key: _median(values) for key, values in samples.items()}
+    last = finals[-1]
     return {
-        "schema": SCHEMA,
-        "decode_tps": m.decode_tps, "prefill_tps": m.prefill_tps, "ttft_s": m.ttft_s,
-        "e2e_tps": m.e2e_tps, "prompt_tokens": m.prompt_tokens,
-        "cached_tokens": m.cached_tokens, "generated_tokens": m.generated_tokens,
-        "predicted": predicted, "text": final.text, "finish_reason": final.finish_reason,
-        "load_s": load_s, "launch": spec,
+        "schema": SCHEMA, **figures,
+        "prompt_tokens": last.metrics.prompt_tokens, "cached_tokens": last.metrics.cached_tokens,
+        "generated_tokens": last.metrics.generated_tokens, "repeats": len(finals),
+        "samples": samples, "predicted": predicted, "text": last.text,
+        "finish_reason": last.finish_reason, "load_s": load_s, "launch": spec,
     }
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if len(known) == len(values) and known else None
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -97,6 +130,11 @@ def render(doc: dict[str, Any]) -> str:
     for label, key, fmt in rows:
         lines.append(f"{label:14}{cell(doc[key], fmt):>10}{cell(pred.get(key), fmt):>11}")
     lines.append(f"{'end-to-end t/s':14}{cell(doc['e2e_tps'], '.1f'):>10}")
+    if doc.get("decode_overhead") is not None:
+        lines.append(f"engine overhead: {doc['decode_overhead']:.1%} of the decode time "
+                     "outside llama.cpp")
+    runs = f"; median of {doc['repeats']} runs" if doc.get("repeats", 1) > 1 else ""
     lines.append(f"{doc['prompt_tokens']} prompt tokens ({doc['cached_tokens']} cached), "
-                 f"{doc['generated_tokens']} generated; model loaded in {doc['load_s']:.2f} s")
+                 f"{doc['generated_tokens']} generated; model loaded in {doc['load_s']:.2f} s"
+                 f"{runs}")
     return "\n".join(lines)

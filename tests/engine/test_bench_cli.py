@@ -38,8 +38,23 @@ def test_bench_json_follows_the_contract(tmp_path: Path) -> None:
     for key in ("decode_tps", "prefill_tps", "ttft_s", "e2e_tps"):
         assert isinstance(doc[key], float) and doc[key] > 0
     assert doc["e2e_tps"] < doc["decode_tps"]
+    assert 0.0 < doc["decode_overhead"] < 0.5
     predicted = doc["predicted"]
     assert predicted is None or {"decode_tps", "prefill_tps", "ttft_s"} <= set(predicted)
+
+
+def test_bench_repeats_process_the_whole_prompt_and_report_medians(tmp_path: Path) -> None:
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Write one sentence about the sea.")
+    result = loadout("bench", "demo", "--json", "--no-plan", "--prompt-file", str(prompt),
+                     "--max-tokens", "6", "--ignore-eos", "--repeat", "3")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["repeats"] == 3 and doc["cached_tokens"] == 0
+    for key in ("decode_tps", "prefill_tps", "ttft_s"):
+        runs = doc["samples"][key]
+        assert len(runs) == 3 and all(v > 0 for v in runs)
+        assert doc[key] == sorted(runs)[1]
 
 
 def test_bench_table_names_every_figure() -> None:
