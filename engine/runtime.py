@@ -68,8 +68,6 @@ class Engine:
         drafters: dict[str, Drafter] = {}
         try:
             self._ctx = NativeContext(self._model, spec)
-            if spec.warm_up:
-                self._ctx.warm_up(self._model, Path(spec.model_path).name)
             self.speculation_refusal = rollback_refusal(self._model)
             if self.speculation_refusal is None:
                 drafters = load_drafters(self._model, self._ctx, spec)
@@ -86,7 +84,6 @@ class Engine:
                 self._ctx.free()
             self._model.free()
             raise
-        self.load_seconds = time.perf_counter() - t0
         self.load_log: list[str] = self._model.load_log + self._ctx.load_log
         self._vocab = self._scheduler.vocab
         self._template = self._model.chat_template()
@@ -96,8 +93,18 @@ class Engine:
             if self._vocab.eos >= 0 else ""
         self._name = self._model.meta("general.name") or Path(spec.model_path).stem
         self._status_slots: list[dict[str, Any]] = self._scheduler.slot_status()
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="loadout-engine", daemon=True)
         self._thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            self._thread.join()
+            self._scheduler.free()
+            self._ctx.free()
+            self._model.free()
+            raise self._start_error
+        self.load_seconds = time.perf_counter() - t0
         log.info("engine ready: %s, %d slot(s) x %d tokens, loaded in %.2f s", self._name,
                  self._ctx.n_seq_max, self._ctx.n_ctx_seq, self.load_seconds)
 
@@ -220,6 +227,18 @@ class Engine:
         return tokens
 
     def _run(self) -> None:
+        # the warm-up decodes on this thread, as every later decode does: with an OpenMP
+        # build, a decode from a second thread leaves a second team of workers behind, and
+        # once the process holds more OpenMP threads than CPUs, libgomp stops spinning at
+        # its barriers (a third slower decode on 2 CPUs, measured)
+        try:
+            if self.spec.warm_up:
+                self._ctx.warm_up(self._model, Path(self.spec.model_path).name)
+        except BaseException as exc:
+            self._start_error = exc
+            return
+        finally:
+            self._started.set()
         sched = self._scheduler
         shown = 0.0
         try:
