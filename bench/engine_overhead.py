@@ -17,7 +17,7 @@ the median ignores a disturbed round. Each side warms up with the shape it then 
 prompt), and each of its runs processes the whole prompt. Targets: decode >= 0.95 x
 tg128, prefill >= 0.95 x pp512, demo model load < 1 s.
 
-    python bench/engine_overhead.py [--model demo] [--threads N] [--rounds 8] [--repeat 3]
+    python bench/engine_overhead.py [--model demo] [--threads N] [--rounds 12] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="demo")
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--repeat", type=int, default=3,
                         help="measured runs of each test per side and round (median)")
     args = parser.parse_args()
