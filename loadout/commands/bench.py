@@ -49,10 +49,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.requests import GenerationRequest, SamplingParams
-
-    prompt = args.prompt_file.read_text(encoding="utf-8") if args.prompt_file \
-        else DEFAULT_PROMPT
+    prompt = bench_prompt(args)
     prompt_tokens = max(1, len(prompt) // 4)
     # predicted where it is measured: decode t/s averages over a cache growing from the
     # prompt to prompt + max_tokens
@@ -60,15 +57,8 @@ def run(args: argparse.Namespace) -> int:
                                    depth=prompt_tokens + max(1, args.max_tokens) // 2)
     finals = []
     try:
-        # the whole prompt every time, as llama-bench clears its memory between repetitions
-        greedy = SamplingParams(temperature=0.0, max_tokens=max(1, args.max_tokens),
-                                loop_guard="off", ignore_eos=args.ignore_eos,
-                                cache_prompt=False)
-        warm = SamplingParams(temperature=0.0, max_tokens=4, loop_guard="off")
-        engine.submit(GenerationRequest(prompt=warm_up_prompt(engine, prompt),
-                                        params=warm)).result()
-        request = GenerationRequest(prompt=prompt, params=greedy) if args.raw else \
-            GenerationRequest(messages=({"role": "user", "content": prompt},), params=greedy)
+        warm_up(engine, prompt)
+        request = measured_request(args, prompt)
         for _ in range(max(1, args.repeat)):
             finals.append(engine.submit(request).result())
             if finals[-1].error:
@@ -85,6 +75,35 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(doc))
     return 0
+
+
+def bench_prompt(args: argparse.Namespace) -> str:
+    """The text ``--prompt-file`` names, or the built-in prose prompt."""
+    if args.prompt_file:
+        return str(args.prompt_file.read_text(encoding="utf-8"))
+    return DEFAULT_PROMPT
+
+
+def measured_request(args: argparse.Namespace, prompt: str) -> Any:
+    """The request ``loadout bench`` measures: greedy, and the whole prompt processed every
+    time, as llama-bench clears its memory between repetitions."""
+    from engine.requests import GenerationRequest, SamplingParams
+
+    greedy = SamplingParams(temperature=0.0, max_tokens=max(1, args.max_tokens),
+                            loop_guard="off", ignore_eos=args.ignore_eos, cache_prompt=False)
+    if args.raw:
+        return GenerationRequest(prompt=prompt, params=greedy)
+    return GenerationRequest(messages=({"role": "user", "content": prompt},), params=greedy)
+
+
+def warm_up(engine: Any, prompt: str) -> None:
+    """One short request whose prompt is as long as ``prompt``: the first touch of the
+    buffers a batch of that size uses is not measured."""
+    from engine.requests import GenerationRequest, SamplingParams
+
+    warm = SamplingParams(temperature=0.0, max_tokens=4, loop_guard="off")
+    engine.submit(GenerationRequest(prompt=warm_up_prompt(engine, prompt), params=warm)
+                  ).result()
 
 
 def warm_up_prompt(engine: Any, prompt: str) -> str:
