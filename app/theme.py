@@ -91,3 +91,8 @@ def segment_color(kind: str, dark: bool) -> QColor:
     """The colour of one memory-map segment kind in the current theme."""
     light_c, dark_c = SEGMENT_COLORS.get(kind, ("#888888", "#888888"))
     return QColor(dark_c if dark else light_c)
+
+
+def warning_color() -> str:
+    """The colour of warnings (a CSS name) in the current theme: the compute segment's."""
+    return segment_color("compute", is_dark()).name()

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.cluster_control import CHECKING, LOST, REACHABLE, ClusterControl, WorkerStatus
 from app.formatting import fmt_bytes
-from app.theme import is_dark, segment_color
+from app.theme import warning_color
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class ClusterSection(QGroupBox):
         self.refresh()
 
     def _color_warning(self) -> None:
-        color = segment_color("compute", is_dark()).name()
+        color = warning_color()
         for label in (self.warning, self.error):
             label.setStyleSheet(f"color: {color}")
 

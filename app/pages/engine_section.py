@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.theme import is_dark, segment_color
+from app.theme import warning_color
 from app.workers import Job, WorkerRunner
 from engine import engine_select as es
 
@@ -202,7 +202,7 @@ class EngineSection(QGroupBox):
         return self.running is not None and self.running[1] in FALLBACK_REASONS
 
     def _color_warning(self) -> None:
-        color = segment_color("compute", is_dark()).name()
+        color = warning_color()
         self.warning.setStyleSheet(f"color: {color}")
         self.current.setStyleSheet(f"color: {color}" if self.fell_back() else "")
 

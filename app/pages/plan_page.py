@@ -33,7 +33,7 @@ from app.plan_jobs import run_advice, run_plan, with_gpu_reserve
 from app.plan_view import advice, memory_bars, messages, plan_document, prediction
 from app.state import AppState
 from app.texts import code_sentence, kv_text, spec_text, task_text
-from app.theme import is_dark, segment_color
+from app.theme import warning_color
 from app.widgets.gpu_roles import GpuRoles
 from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
@@ -411,7 +411,7 @@ class PlanPage(QWidget):
             kv=kv_text(str(doc.get("kv_type", "f16"))),
             spec=spec_text(str(spec.get("mode", "off")))))
         items = [(m.warning, code_sentence(m.code, dict(m.fields))) for m in messages(doc)]
-        warn_color = segment_color("compute", is_dark()).name()
+        warn_color = warning_color()
         self.messages_label.setText("".join(
             f'<p><span style="color: {warn_color}">⚠</span> {text}</p>' if warn
             else f"<p>• {text}</p>" for warn, text in items))

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from app.formatting import fmt_bytes, fmt_seconds, fmt_tokens, fmt_tps
 from app.plan_view import memory_bars, plan_document
 from app.texts import code_sentence, task_text
-from app.theme import is_dark, segment_color
+from app.theme import is_dark, segment_color, warning_color
 from app.widgets.memory_map import MemoryMap
 from app.wizard_jobs import Problem, RecommendOutcome, find_recommendations
 from app.workers import Job, WorkerRunner
@@ -236,7 +236,7 @@ class ChooseStep(QWidget):
         if rec.fit.value == "does_not_fit":
             lines.append(self.tr("<b>This model does not fit this machine.</b> Pick a "
                                  "smaller one."))
-        warn = segment_color("compute", is_dark()).name()
+        warn = warning_color()
         lines += [f'<span style="color: {warn}">⚠</span> {self.warning_text(code)}'
                   for code in rec.warnings]
         self.details.setText("<br>".join(lines))
