@@ -33,6 +33,7 @@ from engine.errors import EngineError
 from engine.gguf_file import load_profile
 from engine.launch import LaunchSpec
 from engine.native.context import NativeContext
+from engine.native.logits import LogitsRows
 from engine.native.model import NativeModel, llama
 from engine.native.side_context import SideContext
 from engine.speculative import Run
@@ -136,6 +137,7 @@ class DFlashDrafter(SideContext):
         self.target = target
         self.n_embd = int(lib.llama_model_n_embd(target_model.ptr))
         self.n_vocab = self.model.n_vocab
+        self.greedy = LogitsRows(self.n_vocab)
         self.mask = int(lib.llama_vocab_mask(self.model.vocab))
         self.block = int(self.model.meta("dflash.block_size") or DEFAULT_BLOCK)
         causal = self.model.meta("dflash.attention.causal") == "true"
@@ -207,8 +209,7 @@ class DFlashDrafter(SideContext):
         out: list[int] = []
         if self._process() == 0:
             for i in range(1, k + 1):
-                row = lib.llama_get_logits_ith(self.ptr, i)
-                out.append(int(np.ctypeslib.as_array(row, shape=(self.n_vocab,)).argmax()))
+                out.append(self.greedy.argmax(self.ptr, i))
         self._seq_rm(seq, pos0)  # the block's cells: verification brings the real ones
         return out
 

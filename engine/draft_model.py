@@ -19,6 +19,7 @@ from engine.errors import EngineError
 from engine.launch import LaunchSpec
 from engine.native.batch import Batch
 from engine.native.context import NativeContext
+from engine.native.logits import LogitsRows
 from engine.native.model import NativeModel, llama
 from engine.speculative import Run
 
@@ -83,6 +84,7 @@ class DraftModel:
         self.batch = Batch(self.ctx.n_batch, self.ctx.n_seq_max)
         self.held: dict[int, list[int]] = {}  # per sequence: the tokens its cells hold
         self.n_vocab = self.model.n_vocab
+        self.greedy = LogitsRows(self.n_vocab)
         log.info("draft model loaded: %s", self.model.description())
 
     def admit(self, seq: int, reuse: int) -> int:
@@ -102,7 +104,6 @@ class DraftModel:
         self.held[seq] = held
         todo = tokens[same:]
         out: list[int] = []
-        lib = llama()
         while len(out) < k:
             batch = self.batch
             done = 0
@@ -116,8 +117,7 @@ class DraftModel:
                     return out
                 held.extend(part)
                 done += len(part)
-            row = lib.llama_get_logits_ith(self.ctx.ptr, index)
-            token = int(np.ctypeslib.as_array(row, shape=(self.n_vocab,)).argmax())
+            token = self.greedy.argmax(self.ctx.ptr, index)
             out.append(token)
             todo = [token]
         return out

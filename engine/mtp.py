@@ -30,6 +30,7 @@ import numpy as np
 from engine.errors import EngineError
 from engine.launch import LaunchSpec
 from engine.native.context import NativeContext
+from engine.native.logits import LogitsRows
 from engine.native.model import NativeModel, llama
 from engine.native.side_context import SideContext
 from engine.speculative import Run
@@ -63,6 +64,7 @@ class MtpDrafter(SideContext):
         self.target = target
         self.n_embd = int(lib.llama_model_n_embd_out(model.ptr))
         self.n_vocab = model.n_vocab
+        self.greedy = LogitsRows(self.n_vocab)
         _ext().llama_set_embeddings_nextn(target.ptr, True, False)  # h of every token
         _ext().llama_set_embeddings_nextn(self.ptr, True, True)  # h of the drafted rows only
         zero = np.zeros(self.n_embd, dtype=np.float32)
@@ -131,7 +133,6 @@ class MtpDrafter(SideContext):
 
     def draft(self, seq: int, tokens: list[int], k: int) -> list[int]:
         """Up to ``k`` tokens from the head, each fed back with the head's own h."""
-        lib = llama()
         pos0 = len(tokens) - 1
         if self.pending_pos.get(seq) != pos0 - 1:
             return []  # the head is not in step with this sequence
@@ -140,8 +141,7 @@ class MtpDrafter(SideContext):
         for i in range(k):
             if self._process([(seq, pos0 + i, token, h)], output_last=True) != 0:
                 break
-            row = lib.llama_get_logits_ith(self.ptr, 0)
-            token = int(np.ctypeslib.as_array(row, shape=(self.n_vocab,)).argmax())
+            token = self.greedy.argmax(self.ptr, 0)
             out.append(token)
             h = np.ctypeslib.as_array(_ext().llama_get_embeddings_nextn_ith(self.ptr, 0),
                                       shape=(self.n_embd,)).copy()

@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import ctypes
 import random
-from functools import cache
 from typing import Any
 
-import numpy as np
-
 from engine.errors import EngineError
+from engine.native.logits import LogitsRows
 from engine.native.model import llama
 
 PENALTY_LAST_N = 64
-
-
-@cache
-def _logits_address() -> Any:
-    """``llama_get_logits_ith`` returning the row's address as an int (the bindings return
-    a ctypes pointer, which costs an object per call)."""
-    import llama_cpp.llama_cpp as bindings
-
-    fn = ctypes.CDLL(bindings._lib._name).llama_get_logits_ith  # the handle already loaded
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
-    fn.restype = ctypes.c_void_p
-    return fn
 
 
 class SamplerChain:
@@ -45,9 +30,7 @@ class SamplerChain:
         if repeat_penalty != 1.0 or presence_penalty or frequency_penalty:
             add(self.ptr, lib.llama_sampler_init_penalties(
                 n_vocab, PENALTY_LAST_N, repeat_penalty, frequency_penalty, presence_penalty))
-        self._n_vocab = n_vocab
-        self._row_address: int | None = None
-        self._row: Any = None  # a numpy view of the last logits row, reused while it stays
+        self._rows = LogitsRows(n_vocab)
         # plain greedy needs no sampler at all: an argmax over the logits row is ~10x
         # cheaper than filling llama.cpp's candidate array for the whole vocabulary
         self.plain_greedy = temperature <= 0.0 and not grammar and repeat_penalty == 1.0 \
@@ -68,15 +51,9 @@ class SamplerChain:
     def sample(self, ctx: Any, index: int) -> int:
         """Sample (and accept) the next token from the logits at batch ``index``."""
         if self.plain_greedy:
-            # the decode step's cost after llama_decode returns runs with caches the
-            # weights have just flushed: the fewer Python objects per token, the better
-            address = _logits_address()(ctx, index)
-            if address:
-                if address != self._row_address:
-                    buffer = (ctypes.c_float * self._n_vocab).from_address(address)
-                    self._row = np.frombuffer(memoryview(buffer), dtype=np.float32)
-                    self._row_address = address
-                return int(self._row.argmax())
+            token = self._rows.find(ctx, index)
+            if token is not None:
+                return token
         return int(llama().llama_sampler_sample(self.ptr, ctx, index))
 
     def free(self) -> None:

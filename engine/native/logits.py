@@ -1,0 +1,64 @@
+"""Greedy picks from a context's logits rows, read in place through reused numpy views."""
+
+from __future__ import annotations
+
+import ctypes
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from engine.errors import EngineError
+
+# views kept before the cache starts over (llama.cpp keeps its output buffer, and so the
+# rows' addresses, until a batch needs a bigger one)
+_MAX_VIEWS = 256
+
+
+@cache
+def _logits_address() -> Any:
+    """``llama_get_logits_ith`` returning the row's address as an int (the bindings return
+    a ctypes pointer, which costs an object per call)."""
+    import llama_cpp.llama_cpp as bindings
+
+    fn = ctypes.CDLL(bindings._lib._name).llama_get_logits_ith  # the handle already loaded
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    fn.restype = ctypes.c_void_p
+    return fn
+
+
+class LogitsRows:
+    """The argmax of the logits row at a batch index of a context.
+
+    Called right after ``llama_decode``, when the weights have just flushed the caches: the
+    fewer Python objects per token, the better, so each row address keeps its numpy view.
+    """
+
+    def __init__(self, n_vocab: int) -> None:
+        self.n_vocab = n_vocab
+        self._views: dict[int, np.ndarray[Any, np.dtype[np.float32]]] = {}
+
+    def find(self, ctx: Any, index: int) -> int | None:
+        """The token with the highest logit at batch ``index``; None when llama.cpp holds
+        no logits there."""
+        address = _logits_address()(ctx, index)
+        if not address:
+            return None
+        view = self._views.get(address)
+        if view is None:
+            if len(self._views) >= _MAX_VIEWS:
+                self._views.clear()
+            buffer = (ctypes.c_float * self.n_vocab).from_address(address)
+            view = self._views[address] = np.frombuffer(memoryview(buffer), dtype=np.float32)
+        return int(view.argmax())
+
+    def argmax(self, ctx: Any, index: int) -> int:
+        """As :meth:`find`, for an index whose logits were asked for.
+
+        Raises:
+            EngineError: llama.cpp holds no logits at ``index``.
+        """
+        token = self.find(ctx, index)
+        if token is None:
+            raise EngineError(f"llama.cpp holds no logits at batch index {index}")
+        return token
