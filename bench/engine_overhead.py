@@ -125,7 +125,7 @@ def main() -> int:
                 rounds.append(Round(pp512=pp512, tg128=tg128, prefill=pre.prefill_tps or 0.0,
                                     decode=dec.decode_tps or 0.0,
                                     overhead=dec.decode_overhead or 0.0,
-                                    load=engine.load_seconds, ttft=pre.ttft_s or 0.0,
+                                    ttft=pre.ttft_s or 0.0,
                                     n_prompt=pre.prompt_tokens, first=first))
                 last = rounds[-1]
                 print(f"round {r + 1} ({first} first): llama-bench pp512 {last.pp512:.1f} "
@@ -134,7 +134,8 @@ def main() -> int:
                       f"{last.decode_ratio:.3f}", file=sys.stderr, flush=True)
         finally:
             engine.close()
-    return report(rounds, path, threads)
+        load_s = engine.load_seconds
+    return report(rounds, path, threads, load_s)
 
 
 def paired(first: str, reference: Callable[[], float],
@@ -156,7 +157,6 @@ class Round:
     prefill: float
     decode: float
     overhead: float  # share of Loadout's decode time spent outside llama_decode
-    load: float
     ttft: float
     n_prompt: int
     first: str
@@ -170,7 +170,7 @@ class Round:
         return self.decode / self.tg128 if self.tg128 else 0.0
 
 
-def report(rounds: list[Round], path: Path, threads: int) -> int:
+def report(rounds: list[Round], path: Path, threads: int, load: float) -> int:
     """Print the medians and the median of the paired ratios; 0 when the targets are met.
 
     The verdict is the median over rounds of each round's ratio: the two sides of a test
@@ -179,7 +179,6 @@ def report(rounds: list[Round], path: Path, threads: int) -> int:
     med = statistics.median
     prefill_ratio = med(r.prefill_ratio for r in rounds)
     decode_ratio = med(r.decode_ratio for r in rounds)
-    load = rounds[0].load
     ok = prefill_ratio >= TARGET and decode_ratio >= TARGET and load < 1.0
     print(f"model {path.name}, {threads} threads, {os.cpu_count()} CPUs, {len(rounds)} "
           f"rounds (medians; ratio = median of the rounds' ratios)")
