@@ -3,6 +3,7 @@
 
     python3 dev.py start     # set up, then open Loadout on the embedded demo model
     python3 dev.py test      # set up, then run every check and test
+    python3 dev.py setup --engine vulkan   # also build the Vulkan engine (.venv/engines)
 
 Works on Linux, macOS and Windows (``py dev.py start``). Needs Python 3.11+ and a C/C++
 compiler (the llama.cpp engine is built from source for this machine's backend; set
@@ -162,14 +163,81 @@ def test(args: list[str]) -> int:
     return code
 
 
+# -- extra engine builds (``setup --engine NAME``): staged into .venv/engines/NAME --------
+ENGINES = VENV / "engines"
+VULKAN_PACKAGES = ("mesa-vulkan-drivers", "libvulkan-dev", "glslc", "spirv-headers",
+                   "glslang-tools", "vulkan-tools")
+SYSTEM_PACKAGES = {"vulkan": VULKAN_PACKAGES}
+VULKAN_TOOLS = ("glslc", "vulkaninfo")
+
+
+def _apt_packages(packages: tuple[str, ...]) -> str | None:
+    """Install Debian packages that are missing (as root, where apt-get exists).
+
+    Returns ``None`` when all are installed, else why they are not.
+    """
+    missing = [p for p in packages if "ok installed" not in subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True).stdout]
+    if not missing:
+        return None
+    if os.geteuid() != 0:
+        return f"these system packages are missing (install them as root): {' '.join(missing)}"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    if _run(["apt-get", "update", "-q"], env=env) != 0:
+        return "apt-get update failed"
+    if _run(["apt-get", "install", "-y", "-q", *missing], env=env) != 0:
+        return f"apt-get install {' '.join(missing)} failed"
+    return None
+
+
+def extra_engine(py: Path, backend: str, jobs: int | None = None, nice: int = 0) -> str | None:
+    """Build the ``backend`` engine once (cached by its CMake arguments) and stage it into
+    ``.venv/engines/<backend>``, where ``LOADOUT_ENGINE=<backend>`` finds it.
+
+    Returns ``None`` when the build is in place, else why it could not be made here.
+    """
+    manifest = ENGINES / backend / "engine.json"
+    if manifest.exists():
+        return None
+    packages = SYSTEM_PACKAGES.get(backend, ())
+    if packages:
+        if sys.platform == "linux" and shutil.which("apt-get") and shutil.which("dpkg-query"):
+            why = _apt_packages(packages)
+            if why:
+                return why
+        elif backend == "vulkan" and not all(shutil.which(t) for t in VULKAN_TOOLS):
+            return ("the Vulkan SDK is not installed (glslc and vulkaninfo not found) and "
+                    "there is no apt-get to install it")
+    jobs = jobs or int(os.environ.get("LOADOUT_BUILD_JOBS", os.cpu_count() or 1))
+    cmd = [str(py), str(ROOT / "packaging" / "engine_builds.py"), backend, "--jobs",
+           str(jobs), "--nice", str(nice), "--stage", str(ENGINES)]
+    if _run(cmd) != 0:
+        return f"the {backend} engine build failed (see its build.log above)"
+    return None if manifest.exists() else f"the {backend} engine was not staged"
+
+
+def _setup_command(rest: list[str]) -> int:
+    setup("dev")
+    if rest[:1] == ["--engine"] and len(rest) == 2:
+        why = extra_engine(_venv_python(), rest[1], nice=10)
+        if why:
+            print(f"the {rest[1]} engine could not be built here: {why}", flush=True)
+            return 1
+        print(f"the {rest[1]} engine is in {ENGINES / rest[1]}; run it with "
+              f"LOADOUT_ENGINE={rest[1]}", flush=True)
+    elif rest:
+        print("usage: python3 dev.py setup [--engine vulkan]")
+        return 2
+    return 0
+
+
 def main() -> int:
     if len(sys.argv) < 2 or sys.argv[1] not in ("start", "test", "setup"):
         print(__doc__)
         return 2
     command, rest = sys.argv[1], sys.argv[2:]
     if command == "setup":
-        setup("dev")
-        return 0
+        return _setup_command(rest)
     return start(rest) if command == "start" else test(rest)
 
 

@@ -10,8 +10,9 @@ can run means the CPU build, with the reason as a code (``no_gpu``, ``driver_mis
 ``not_installed``) and a sentence. The user's choice (``LOADOUT_ENGINE`` for one run, or
 :func:`save_preference`) wins whenever that build can run.
 
-Without an engines folder (a developer's virtual environment) nothing changes: the
-installed ``llama_cpp`` is the only build.
+Without an engines folder (a developer's virtual environment) the installed ``llama_cpp``
+is the build, unless ``$LOADOUT_ENGINE`` names one that ``python3 dev.py setup --engine
+NAME`` staged into the environment's own ``engines/`` folder (:func:`activate_requested`).
 """
 
 from __future__ import annotations
@@ -212,6 +213,35 @@ def engines_dir() -> Path | None:
         base = Path(getattr(sys, "_MEIPASS", Path(sys.executable).parent))
         return base / "engines"
     return None
+
+
+def dev_engines_dir() -> Path:
+    """Where ``dev.py setup --engine NAME`` stages extra builds: ``<venv>/engines``."""
+    return Path(sys.prefix) / "engines"
+
+
+def activate_requested(root: Path | None = None) -> EngineBuild | None:
+    """Outside a bundle, activate the build ``$LOADOUT_ENGINE`` names from ``root``
+    (default :func:`dev_engines_dir`); ``None`` (the installed engine) when it names none
+    there, or ``cpu`` / ``auto``. Called before anything imports ``llama_cpp``.
+
+    Raises:
+        EngineBuildError: the named build is not in ``root``, or ``llama_cpp`` was
+            already loaded from another build.
+    """
+    wanted = os.environ.get(ENGINE_ENV, "")
+    if getattr(sys, "frozen", False) or wanted in ("", AUTO, "cpu", "installed"):
+        return None
+    root = root if root is not None else dev_engines_dir()
+    build = next((b for b in discover(root) if b.backend == wanted), None)
+    if build is None:
+        raise EngineBuildError(f"{ENGINE_ENV}={wanted}: no such engine build in {root} "
+                               f"(python3 dev.py setup --engine {wanted} makes it)")
+    inherited = os.environ.get(ACTIVE_ENV) == wanted and REASON_ENV in os.environ
+    activate(build)
+    if not inherited:
+        os.environ[REASON_ENV] = "user_choice"
+    return build
 
 
 def _default_loader(name: str) -> bool:

@@ -49,7 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``loadout`` console script. Returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from engine import logs
+    from engine import engine_select, logs
+    from engine.errors import EngineBuildError
+
+    try:  # LOADOUT_ENGINE=vulkan: a build dev.py staged in the environment (not a bundle)
+        engine_select.activate_requested()
+    except EngineBuildError as exc:
+        print(f"loadout: {exc}", file=sys.stderr)
+        return 2
 
     logs.configure(verbose=args.verbose)
     if args.self_test:

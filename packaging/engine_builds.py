@@ -30,6 +30,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -154,6 +155,94 @@ def _driver_stub(cuda_home: Path, target: Path) -> Path:
     return stub
 
 
+# The block of ggml_vk_instance_init that sets validation-layer options needs
+# VK_EXT_layer_settings (Vulkan headers 1.3.261 and newer); older headers (Debian 12 has
+# 1.3.239) cannot compile it. The guard keeps it for new headers and creates the instance
+# without those options for old ones.
+VK_LAYER_SETTINGS_HEADER = 261
+VK_SOURCE = "vendor/llama.cpp/ggml/src/ggml-vulkan/ggml-vulkan.cpp"
+_VK_BLOCK = re.compile(
+    r"(    VkBool32 enable_best_practice = layer_settings;\n.*?"
+    r"    vk::InstanceCreateInfo instance_create_info\(vk::InstanceCreateFlags\{\}, "
+    r"&app_info, layers, extensions, &layer_setting_info\);\n)", re.S)
+_VK_GUARDED = (f"#if VK_HEADER_VERSION >= {VK_LAYER_SETTINGS_HEADER}\n\\1#else\n"
+               "    vk::InstanceCreateInfo instance_create_info(vk::InstanceCreateFlags{}, "
+               "&app_info, layers, extensions);\n#endif\n")
+PATCHES_FILE = "patches.json"
+
+
+def vulkan_header_version(include: Path = Path("/usr/include")) -> int | None:
+    """``VK_HEADER_VERSION`` of the system's Vulkan headers, or ``None`` without them."""
+    candidates = [include / "vulkan" / "vulkan_core.h"]
+    sdk = os.environ.get("VULKAN_SDK")
+    if sdk:
+        candidates.insert(0, Path(sdk) / "include" / "vulkan" / "vulkan_core.h")
+    for header in candidates:
+        try:
+            found = re.search(r"#define VK_HEADER_VERSION (\d+)", header.read_text())
+        except OSError:
+            continue
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def patch_vulkan_layer_settings(source: Path) -> bool:
+    """Guard the ``VK_EXT_layer_settings`` block of the sdist at ``source`` (see above).
+
+    Returns whether the file was changed (``False`` when it is already guarded).
+
+    Raises:
+        RuntimeError: the block is not where this patch expects it (another llama.cpp).
+    """
+    path = source / VK_SOURCE
+    text = path.read_text()
+    if f"#if VK_HEADER_VERSION >= {VK_LAYER_SETTINGS_HEADER}" in text:
+        return False
+    patched, count = _VK_BLOCK.subn(_VK_GUARDED, text)
+    if count != 1:
+        raise RuntimeError(f"the VK_EXT_layer_settings block was not found in {path}")
+    path.write_text(patched)
+    return True
+
+
+def source_patches(recipe: Recipe, header_version: int | None) -> tuple[str, ...]:
+    """The patches ``recipe`` needs on this build machine (names, as the manifest lists)."""
+    if (recipe.backend == "vulkan" and header_version is not None
+            and header_version < VK_LAYER_SETTINGS_HEADER):
+        return (f"vulkan-layer-settings-guard (headers 1.3.{header_version} < "
+                f"1.3.{VK_LAYER_SETTINGS_HEADER})",)
+    return ()
+
+
+def prepare_source(recipe: Recipe, python: str, folder: Path) -> tuple[str, tuple[str, ...]]:
+    """What pip builds: the package name, or a patched copy of the sdist when needed.
+
+    The sdist is fetched once into ``folder/src`` with pip (the registry pip uses) and
+    patched there; ``patches.json`` records what was changed.
+    """
+    patches = source_patches(recipe, vulkan_header_version())
+    if not patches:
+        return ENGINE, ()
+    source = folder / "src" / f"llama_cpp_python-{ENGINE_VERSION}"
+    if not (source / PATCHES_FILE).exists():
+        download = folder / "src"
+        download.mkdir(parents=True, exist_ok=True)
+        archive = download / f"llama_cpp_python-{ENGINE_VERSION}.tar.gz"
+        if not archive.exists():
+            cmd = [python, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                   "-d", str(download), ENGINE]
+            print("+", shlex.join(cmd), flush=True)
+            subprocess.run(cmd, check=True)
+        if source.exists():
+            shutil.rmtree(source)
+        with tarfile.open(archive) as tar:
+            tar.extractall(download, filter="data")
+        patch_vulkan_layer_settings(source)
+        (source / PATCHES_FILE).write_text(json.dumps(list(patches)) + "\n")
+    return str(source), patches
+
+
 def build(recipe: Recipe, python: str, jobs: int, nice: int,
           extra_args: tuple[str, ...] = ()) -> Path:
     """Build (or find in the cache) the wheel of ``recipe`` and return its path.
@@ -166,6 +255,7 @@ def build(recipe: Recipe, python: str, jobs: int, nice: int,
     if wheels:
         return wheels[0]
     folder.mkdir(parents=True, exist_ok=True)
+    target, patches = prepare_source(recipe, python, folder)
     cmake_args = shlex.join((*recipe.cmake_args, *extra_args))
     env = dict(os.environ, CMAKE_ARGS=cmake_args, CMAKE_BUILD_PARALLEL_LEVEL=str(jobs))
     if sys.platform == "linux":  # the recipes' compiler paths are those of Linux ROCm
@@ -175,7 +265,7 @@ def build(recipe: Recipe, python: str, jobs: int, nice: int,
     # build takes on a small machine.
     cmd = [python, "-m", "pip", "wheel", "--no-cache-dir", "--no-deps", "--no-binary",
            "llama-cpp-python", "-v", f"--config-settings=build-dir={folder / 'build'}",
-           "-w", str(folder), ENGINE]
+           "-w", str(folder), target]
     if nice and shutil.which("nice"):
         cmd = ["nice", "-n", str(nice), *cmd]
     print(f"+ CMAKE_ARGS={shlex.quote(cmake_args)} CMAKE_BUILD_PARALLEL_LEVEL={jobs} "
@@ -186,7 +276,8 @@ def build(recipe: Recipe, python: str, jobs: int, nice: int,
     wall_s = round(time.monotonic() - started, 1)
     record = {"engine": ENGINE, "backend": recipe.backend, "cmake_args": cmake_args,
               "jobs": jobs, "command": cmd, "exit_code": code, "wall_s": wall_s,
-              "platform": sys.platform, "machine": platform.machine()}
+              "patches": list(patches), "platform": sys.platform,
+              "machine": platform.machine()}
     (folder / "build.json").write_text(json.dumps(record, indent=2) + "\n")
     wheels = sorted(folder.glob("llama_cpp_python-*.whl"))
     if code != 0 or not wheels:
@@ -216,12 +307,15 @@ def stage(wheel: Path, recipe: Recipe, dest: Path, bundle_runtime: bool = False,
     if bundle_runtime and recipe.runtime_libs:
         _copy_runtime_libs(target / "llama_cpp" / "lib", recipe.runtime_libs)
     build_info = wheel.parent / "build.json"
+    patches: list[str] = []
     if build_info.exists():
-        cmake_args = json.loads(build_info.read_text())["cmake_args"]
+        info = json.loads(build_info.read_text())
+        cmake_args = info["cmake_args"]
+        patches = list(info.get("patches", []))
     elif cmake_args is None:
         cmake_args = shlex.join(recipe.cmake_args)
     manifest = {"schema": "loadout.engine/1", "backend": recipe.backend,
-                "engine": ENGINE, "cmake_args": cmake_args,
+                "engine": ENGINE, "cmake_args": cmake_args, "patches": patches,
                 "platform": sys.platform, "machine": platform.machine()}
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return target

@@ -7,6 +7,7 @@ The bundle build itself (PyInstaller, minutes) is ``packaging/build.py``, run ap
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import re
 import shutil
@@ -274,3 +275,78 @@ def test_the_frozen_launcher_points_the_demo_model_at_its_bundled_copy(
     monkeypatch.setenv("LOADOUT_DEMO_MODEL", str(demo_model))  # the user's choice wins
     launcher._use_bundled_demo_model()
     assert demo_model_path() == demo_model
+
+
+_VK_INIT = """    const bool layer_settings = true;
+    VkBool32 enable_best_practice = layer_settings;
+    std::vector<vk::LayerSettingEXT> settings = {
+        { "VK_LAYER_KHRONOS_validation", "validate_best_practices",
+          vk::LayerSettingTypeEXT::eBool32, 1, &enable_best_practice },
+    };
+    vk::LayerSettingsCreateInfoEXT layer_setting_info(settings);
+    vk::InstanceCreateInfo instance_create_info(vk::InstanceCreateFlags{}, &app_info, \
+layers, extensions, &layer_setting_info);
+    vk_instance.instance = vk::createInstance(instance_create_info);
+"""
+
+
+def test_vulkan_layer_settings_block_is_guarded_once_for_old_headers(tmp_path: Path) -> None:
+    source = tmp_path / engine_builds.VK_SOURCE
+    source.parent.mkdir(parents=True)
+    source.write_text(_VK_INIT)
+    assert engine_builds.patch_vulkan_layer_settings(tmp_path)
+    text = source.read_text()
+    guarded = text.split("#if VK_HEADER_VERSION >= 261\n", 1)[1].split("#else\n")
+    assert "LayerSettingsCreateInfoEXT" in guarded[0]
+    assert "LayerSetting" not in guarded[1].split("#endif")[0]  # old headers: plain info
+    assert "&app_info, layers, extensions);" in guarded[1]
+    assert text.endswith("vk::createInstance(instance_create_info);\n")
+    assert not engine_builds.patch_vulkan_layer_settings(tmp_path)  # already guarded
+    assert source.read_text() == text
+    source.write_text("int main() {}\n")  # another llama.cpp: say so, never build unpatched
+    with pytest.raises(RuntimeError, match="VK_EXT_layer_settings"):
+        engine_builds.patch_vulkan_layer_settings(tmp_path)
+
+
+def test_only_old_vulkan_headers_get_the_patch_and_the_manifest_records_it(
+        tmp_path: Path) -> None:
+    vulkan, cpu = engine_builds.recipes()["vulkan"], engine_builds.recipes()["cpu"]
+    assert engine_builds.source_patches(vulkan, 239)
+    assert engine_builds.source_patches(vulkan, 261) == ()
+    assert engine_builds.source_patches(vulkan, None) == ()
+    assert engine_builds.source_patches(cpu, 239) == ()
+    header = tmp_path / "vulkan" / "vulkan_core.h"
+    header.parent.mkdir()
+    header.write_text("#define VK_HEADER_VERSION 239\n")
+    assert engine_builds.vulkan_header_version(tmp_path) == 239
+    (tmp_path / "w").mkdir()
+    wheel = _fake_wheel(tmp_path / "w" / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl")
+    (wheel.parent / "build.json").write_text(json.dumps(
+        {"cmake_args": "-DGGML_VULKAN=ON", "patches": ["vulkan-layer-settings-guard"]}))
+    target = engine_builds.stage(wheel, vulkan, tmp_path / "engines")
+    manifest = json.loads((target / "engine.json").read_text())
+    assert manifest["patches"] == ["vulkan-layer-settings-guard"]
+    assert manifest["backend"] == "vulkan"
+
+
+def test_loadout_engine_names_a_build_of_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "w").mkdir()
+    wheel = _fake_wheel(tmp_path / "w" / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl")
+    engine_builds.stage(wheel, engine_builds.recipes()["vulkan"], tmp_path / "engines")
+    for name in ("LOADOUT_ENGINE_ACTIVE", "LOADOUT_ENGINE_REASON", "LLAMA_CPP_LIB_PATH",
+                 "MTMD_CPP_LIB"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("LOADOUT_ENGINE", "cpu")
+    assert engine_select.activate_requested(tmp_path / "engines") is None
+    monkeypatch.setenv("LOADOUT_ENGINE", "cuda")
+    with pytest.raises(engine_select.EngineBuildError, match=r"dev\.py setup --engine cuda"):
+        engine_select.activate_requested(tmp_path / "engines")
+    monkeypatch.setenv("LOADOUT_ENGINE", "vulkan")
+    monkeypatch.delitem(sys.modules, "llama_cpp", raising=False)
+    build = engine_select.activate_requested(tmp_path / "engines")
+    assert build is not None and build.backend == "vulkan"
+    assert sys.path[0] == str(tmp_path / "engines" / "vulkan")
+    assert os.environ["LLAMA_CPP_LIB_PATH"] == str(build.lib_dir)
+    assert engine_select.active() == ("vulkan", "user_choice")
