@@ -259,7 +259,13 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
             if left:
                 note = "workers left out of the plan: " + ", ".join(left)
         the_plan = plan(inventory, load_profile(model_path), request)
+        from engine.dry_run import check_of, confirm_for
+
+        the_plan = confirm_for(model_path, inventory, request, the_plan)  # llama.cpp's view
         doc = the_plan.to_json()
+        check = check_of(the_plan)
+        if check is not None:
+            doc["dry_run"] = check.to_json()
         spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine)
         if n_threads:
             spec = spec.with_changes(n_threads=n_threads, n_threads_batch=n_threads)
