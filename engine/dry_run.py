@@ -125,7 +125,7 @@ def confirm_for(path: Any, inventory: Inventory | None, request: Any, plan: Any)
             or not getattr(plan, "devices", None)):
         return plan
     try:
-        if not Path(str(path)).is_file():
+        if not Path(str(path)).is_file() or not on_this_machine(inventory):
             return plan
         plan, check = confirm(str(path), inventory, request, plan)
     except Exception as exc:  # a second opinion must never stop the first
@@ -133,6 +133,27 @@ def confirm_for(path: Any, inventory: Inventory | None, request: Any, plan: Any)
         return plan
     _remember(plan, check)
     return plan
+
+
+def on_this_machine(inventory: Inventory) -> bool:
+    """Whether the inventory's local GPUs are this engine's devices (a rig file of another
+    machine, or a what-if, cannot be dry-run here): each by llama.cpp's name, with the
+    memory the engine reports within 10%."""
+    from engine.ggml_devices import engine_devices
+    from planner.engine_params import device_name
+
+    local = [g for g in inventory.gpus if not g.remote]
+    if not local:
+        return True
+    devices = {d.name: d for d in engine_devices()}
+    for g in local:
+        name = device_name(inventory, f"gpu{g.index}")
+        dev = devices.get(name)
+        if dev is None or (g.engine_device and g.engine_device != name):
+            return False
+        if g.total_bytes and abs(dev.total_bytes - g.total_bytes) > 0.1 * g.total_bytes:
+            return False
+    return True
 
 
 def dry_run(spec: LaunchSpec) -> DryRun | None:

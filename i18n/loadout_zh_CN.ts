@@ -1555,6 +1555,18 @@
 <context>
     <name>PlanPage</name>
     <message>
+        <source>Memory confirmed by llama.cpp.</source>
+        <translation>内存用量已由 llama.cpp 确认。</translation>
+    </message>
+    <message>
+        <source>Memory corrected by llama.cpp&apos;s dry run ({devices}).</source>
+        <translation>内存用量已按 llama.cpp 的试运行修正（{devices}）。</translation>
+    </message>
+    <message>
+        <source>llama.cpp&apos;s dry run differs ({devices}).</source>
+        <translation>llama.cpp 的试运行结果与计划不同（{devices}）。</translation>
+    </message>
+    <message>
         <source>Pick a model on the Models page to see its plan.</source>
         <translation>在“模型”页选择一个模型以查看其计划。</translation>
     </message>

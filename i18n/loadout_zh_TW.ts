@@ -1555,6 +1555,18 @@
 <context>
     <name>PlanPage</name>
     <message>
+        <source>Memory confirmed by llama.cpp.</source>
+        <translation>記憶體用量已由 llama.cpp 確認。</translation>
+    </message>
+    <message>
+        <source>Memory corrected by llama.cpp&apos;s dry run ({devices}).</source>
+        <translation>記憶體用量已依 llama.cpp 的試執行修正（{devices}）。</translation>
+    </message>
+    <message>
+        <source>llama.cpp&apos;s dry run differs ({devices}).</source>
+        <translation>llama.cpp 的試執行結果與計畫不同（{devices}）。</translation>
+    </message>
+    <message>
         <source>Pick a model on the Models page to see its plan.</source>
         <translation>在「模型」頁選擇一個模型以查看其計畫。</translation>
     </message>

@@ -37,6 +37,7 @@ from app.theme import warning_color
 from app.widgets.gpu_roles import GpuRoles
 from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
+from engine import dry_run
 from planner.inventory import Inventory
 from planner.request import Request, Role, SpecMode, SpecRequest, TaskKind
 
@@ -235,8 +236,11 @@ class PlanPage(QWidget):
         self.plans_requested += 1
         self._requested_at = time.perf_counter()
 
-        def job(_job: Job) -> Any:
-            return run_plan(inventory, profile, request)
+        path = self._state.model_path
+
+        def job(_job: Job) -> Any:  # then llama.cpp's dry run of it (engine.dry_run)
+            return dry_run.confirm_for(path, inventory, request,
+                                       run_plan(inventory, profile, request))
 
         # The plan itself comes first (fast); its advice costs several more plans, so it
         # starts once the controls have been still for a moment (see _on_plan_done).
@@ -410,12 +414,25 @@ class PlanPage(QWidget):
             context=fmt_tokens(int(doc.get("context", 0))), parallel=doc.get("parallel", 1),
             kv=kv_text(str(doc.get("kv_type", "f16"))),
             spec=spec_text(str(spec.get("mode", "off")))))
+        check = dry_run.check_of(plan)
+        if check is not None:
+            self.fit_label.setText(self.fit_label.text() + " " + self._check_text(check))
         items = [(m.warning, code_sentence(m.code, dict(m.fields))) for m in messages(doc)]
         warn_color = warning_color()
         self.messages_label.setText("".join(
             f'<p><span style="color: {warn_color}">⚠</span> {text}</p>' if warn
             else f"<p>• {text}</p>" for warn, text in items))
         self._show_advice()
+
+    def _check_text(self, check: dry_run.Check) -> str:
+        rows = check.before or check.devices
+        devices = ", ".join(f"{c.device} {c.error_pct:+.0f}%" for c in rows if not c.agrees)
+        if check.status == "confirmed":
+            return self.tr("Memory confirmed by llama.cpp.")
+        if check.status == "corrected":
+            return self.tr("Memory corrected by llama.cpp's dry run ({devices}).").format(
+                devices=devices)
+        return self.tr("llama.cpp's dry run differs ({devices}).").format(devices=devices)
 
     # -- events -----------------------------------------------------------------------
     def _on_control_changed(self) -> None:
