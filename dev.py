@@ -156,6 +156,7 @@ def test(args: list[str]) -> int:
         if _run(cmd, env=env) != 0:
             print(f"FAILED: {' '.join(cmd)}", flush=True)
             return 1
+    _gpu_test_engine(py, env)
     code = _run([str(py), "-m", "pytest", *args], env=env)
     if code == 5:
         print("FAILED: pytest collected no tests", flush=True)
@@ -214,6 +215,27 @@ def extra_engine(py: Path, backend: str, jobs: int | None = None, nice: int = 0)
     if _run(cmd) != 0:
         return f"the {backend} engine build failed (see its build.log above)"
     return None if manifest.exists() else f"the {backend} engine was not staged"
+
+
+GPU_SKIP_ENV = "LOADOUT_GPU_TESTS_SKIP"  # tests/gpu report this reason when not run
+
+
+def _gpu_test_engine(py: Path, env: dict[str, str]) -> None:
+    """tests/gpu run on the Vulkan engine build (Mesa's lavapipe where there is no GPU):
+    built once here where apt-get can install what it needs; elsewhere, and when the
+    build fails, the reason goes to tests/gpu, which report it as their skip reason."""
+    if (ENGINES / "vulkan" / "engine.json").exists():
+        return
+    if os.environ.get("LOADOUT_GPU_TESTS") == "0":
+        why = "LOADOUT_GPU_TESTS=0"
+    elif sys.platform == "linux" and shutil.which("apt-get"):
+        why = extra_engine(py, "vulkan", nice=10)
+    else:
+        why = ("no Vulkan engine build in .venv/engines (python3 dev.py setup --engine "
+               "vulkan builds it; it needs the Vulkan SDK)")
+    if why:
+        print(f"tests/gpu will not run: {why}", flush=True)
+        env[GPU_SKIP_ENV] = why
 
 
 def _setup_command(rest: list[str]) -> int:

@@ -4,6 +4,7 @@ Run from the repository root::
 
     .venv/bin/python bench/memory_accuracy.py            # full grid
     .venv/bin/python bench/memory_accuracy.py --quick    # a few configurations
+    .venv/bin/python bench/memory_accuracy.py --gpu      # per device, on a GPU build
 
 For the demo model and synthetic models of four families (dense llama, qwen3moe MoE,
 gemma3 sliding-window, qwen35 hybrid recurrent), at two contexts, three KV types and
@@ -223,8 +224,15 @@ def verdict(rows: list[Row]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the table and the worst cases; return 1 if a goal is missed."""
+    rest = list(sys.argv[1:] if argv is None else argv)
+    if "--gpu" in rest:  # the same comparison on a GPU engine build: bench/gpu_memory.py
+        from bench.gpu_memory import main as gpu_main
+
+        return gpu_main([a for a in rest if a != "--gpu"])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few configurations only")
+    parser.add_argument("--gpu", action="store_true",
+                        help="on the Vulkan (or another GPU) engine build, per device")
     args = parser.parse_args(argv)
     from engine.demo import demo_model_path
 
