@@ -204,6 +204,23 @@ def load_with_replan(
     raise last
 
 
+def shrink_after_out_of_memory(inventory: Any, failed_plan: Any) -> Any:
+    """The inventory to re-plan with after ``failed_plan`` ran out of memory on a GPU:
+    each local GPU it used is given half of what that plan put there (plus the planner's
+    reserve), since the device held less than it reported. A larger host reserve alone
+    (``plan_launch(attempt=...)``) never moves anything off a GPU."""
+    from planner.roles import reserve_for
+
+    used = {d.id: d.used_bytes for d in failed_plan.devices if d.kind == "gpu"}
+    gpus = []
+    for g in inventory.gpus:
+        planned = used.get(f"gpu{g.index}", 0)
+        if planned and not g.remote:
+            g = replace(g, free_bytes=min(g.free_bytes, planned // 2 + reserve_for(g)))
+        gpus.append(g)
+    return replace(inventory, gpus=tuple(gpus))
+
+
 @dataclass(frozen=True)
 class PlannedLaunch:
     """A spec to load, and the Plan it came from (its JSON), when the planner ran."""

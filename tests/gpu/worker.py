@@ -130,12 +130,12 @@ def oom(device_mib: int) -> dict[str, Any]:
     """A plan made too big on purpose: the rig says the device has 64 GiB free, while this
     process may address only ``device_mib`` beyond what it uses (lavapipe's device memory
     is this process's memory, so the limit is the device's real size). The load runs out
-    of memory on the device, and each re-plan halves that device's budget
-    (:func:`engine.launch.load_with_replan`) until a plan loads."""
+    of memory on the device, and each re-plan gives that device half of what the failed
+    plan put there (:func:`engine.launch.shrink_after_out_of_memory`) until one loads."""
     import resource
 
     from engine.errors import AllocationFailedError
-    from engine.launch import LaunchSpec, load_with_replan
+    from engine.launch import LaunchSpec, load_with_replan, shrink_after_out_of_memory
     from engine.native.context import NativeContext
     from engine.native.model import NativeModel, llama
 
@@ -147,16 +147,16 @@ def oom(device_mib: int) -> dict[str, Any]:
         limit = _vm_bytes() + path.stat().st_size + device_mib * MIB
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         attempts: list[dict[str, Any]] = []
-        budget = [64 << 30]
+        # the rig claims 64 GiB free: a plan too big on purpose
+        inventory = [replace(real, gpus=(replace(gpu, free_bytes=64 << 30,
+                                                 total_bytes=64 << 30),))]
+        plans: list[Any] = []
 
         def make_spec(attempt: int) -> LaunchSpec:
-            if attempt:
-                used = attempts[-1]["gpu_planned"]
-                budget[0] = used // 2  # the device held less than the failed plan put there
-            inventory = replace(real, gpus=(replace(
-                gpu, free_bytes=budget[0] + reserve, total_bytes=max(gpu.total_bytes,
-                                                                      budget[0] + reserve)),))
-            plan = gm.plan_case(gm.Case("oom", "big"), path, inventory)
+            if attempt:  # the product's re-plan after a device ran out of memory
+                inventory[0] = shrink_after_out_of_memory(inventory[0], plans[-1])
+            plan = gm.plan_case(gm.Case("oom", "big"), path, inventory[0])
+            plans.append(plan)
             attempts.append({"n_gpu_layers": plan.engine["n_gpu_layers"],
                              "gpu_planned": next(d.used_bytes for d in plan.devices
                                                  if d.id == "gpu0")})
@@ -176,9 +176,6 @@ def oom(device_mib: int) -> dict[str, Any]:
                 raise
             return len(attempts)
 
-        from planner.roles import reserve_for
-
-        reserve = reserve_for(gpu)
         loaded = load_with_replan(make_spec, load, 4)
         return {"loaded_on_attempt": loaded, "attempts": attempts, "limit_mib": device_mib}
 
