@@ -234,15 +234,17 @@ def split(endpoint: str) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="loadout-gpu-") as tmp:
-        path = gm.models(Path(tmp))["dense"]
+        paths = {"dense": gm.models(Path(tmp))["dense"], "big": _big_model(Path(tmp))}
         inventory = add_workers(gm.inventory_for(gm.Case("x", "dense")), [endpoint],
                                 link_gbps=1.0, measure=False)
         out["gpus"] = [{"index": g.index, "name": g.name, "remote": g.remote,
                         "backend": g.backend.value} for g in inventory.gpus]
-        for name, roles in (("main+helper", (Role.MAIN, Role.HELPER)),
-                            ("main+off", (Role.MAIN, Role.OFF)),
-                            ("off+main", (Role.OFF, Role.MAIN))):
-            case = gm.Case(name, "dense", {"roles": roles})
+        # the big model does not fit one device's budget: Main and Helper share it
+        for name, roles, model in (("main+helper", (Role.MAIN, Role.HELPER), "big"),
+                                   ("main+off", (Role.MAIN, Role.OFF), "big"),
+                                   ("off+main", (Role.OFF, Role.MAIN), "dense")):
+            path = paths[model]
+            case = gm.Case(name, model, {"roles": roles})
             plan = gm.plan_case(case, path, inventory)
             result = _measure(plan, inventory, path)
             out[name] = {"roles": [r.to_json() for r in plan.roles],
