@@ -8,6 +8,7 @@
     python tests/gpu/worker.py oom MIB                # a plan too big for a MIB device
     python tests/gpu/worker.py dryrun                 # llama.cpp's dry run, right and wrong
     python tests/gpu/worker.py split HOST:PORT        # this device + a worker's device
+    python tests/gpu/worker.py app OUT_DIR            # Home and Plan pages, screenshots
 """
 
 from __future__ import annotations
@@ -256,6 +257,76 @@ def split(endpoint: str) -> dict[str, Any]:
     return out
 
 
+def _wait(signal: Any, seconds: float) -> None:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    signal.connect(loop.quit)
+    QTimer.singleShot(int(seconds * 1000), loop.quit)
+    loop.exec()
+
+
+def _pump(ms: int) -> None:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def app(out_dir: str) -> dict[str, Any]:
+    """The desktop app on this engine build: Home lists the device; the Plan page's memory
+    map for the demo, then the buffers the load of that plan really allocates."""
+    import os
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from app.i18n import LanguageSwitcher
+    from app.main import MainWindow
+    from app.plan_view import plan_document
+    from app.settings_store import AppSettings
+    from app.theme import apply_theme
+    from engine.demo import demo_model_path
+    from engine.hardware import detect
+    from engine.launch import LaunchSpec
+    from planner.memory import GPU_OVERHEAD_BYTES
+
+    qapp = QApplication.instance() or QApplication([])
+    apply_theme(qapp, "light")  # type: ignore[arg-type]
+    window = MainWindow(AppSettings(scan_other_apps=False), LanguageSwitcher(), detect=False)
+    window.resize(1280, 860)
+    inventory = detect(measure=False)
+    window.set_detected(inventory)
+    window.show()
+    window.show_page("home")
+    _pump(300)
+    table = window.home.gpu_table
+    rows = [[table.item(r, c).text() if table.item(r, c) else "" for c in range(2)]
+            for r in range(table.rowCount())]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    window.grab().save(str(out / "home-vulkan.png"))
+    demo = demo_model_path()
+    window.select_model(Path(demo))
+    _wait(window.plan.sig_plan_shown, 60)
+    _pump(300)
+    page = window.plan
+    window.grab().save(str(out / "plan-vulkan.png"))
+    bars = {b.device_id: {k: b.bytes_of(k) for k in ("weights", "experts", "kv", "compute")}
+            for b in page.memory_map.bars()}
+    doc = plan_document(page.last_plan)
+    label = page.fit_label.text()
+    spec = LaunchSpec.from_plan_engine(str(demo), doc["engine"]).with_changes(
+        warm_up=False, n_threads=2, n_threads_batch=2)
+    measured = gm.per_device(gm.parse_log(gm.load_and_measure(spec)),
+                             gm.engine_names(inventory, doc["engine"]))
+    window.shutdown()
+    return {"home_rows": rows, "bars": bars, "fit_label": label,
+            "gpu_overhead_bytes": GPU_OVERHEAD_BYTES, "measured": measured,
+            "screenshots": [str(out / "home-vulkan.png"), str(out / "plan-vulkan.png")]}
+
+
 def main(argv: list[str]) -> int:
     gm.activate_gpu_engine()
     job, rest = argv[0], argv[1:]
@@ -274,6 +345,8 @@ def main(argv: list[str]) -> int:
         result = {"right": dryrun(False), "wrong": dryrun(True)}
     elif job == "split":
         result = split(rest[0])
+    elif job == "app":
+        result = app(rest[0])
     else:
         print(f"unknown job {job!r}", file=sys.stderr)
         return 2
