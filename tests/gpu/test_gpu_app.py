@@ -5,6 +5,7 @@ screenshots in the README.)"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ def test_home_lists_the_device_and_the_plan_map_is_what_the_load_uses(
     shown = weights + bar["kv"] + bar["compute"]
     row = gm.Row("app", "gpu0", "total", shown, sum(measured.values()))
     assert gm.misses([row]) == [], row.error_pct
-    assert got["fit_label"].endswith("Memory confirmed by llama.cpp.")
+    # the plan depends on the RAM free right now; near the margin the dry run may correct
+    assert re.search(r"Memory (confirmed by llama\.cpp|corrected by llama\.cpp's dry run "
+                     r"\(.+\))\.$", got["fit_label"]), got["fit_label"]
     for shot in got["screenshots"]:
         assert Path(shot).stat().st_size > 10_000
