@@ -336,7 +336,8 @@ def test_loadout_engine_names_a_build_of_the_environment(
     engine_builds.stage(wheel, engine_builds.recipes()["vulkan"], tmp_path / "engines")
     for name in ("LOADOUT_ENGINE_ACTIVE", "LOADOUT_ENGINE_REASON", "LLAMA_CPP_LIB_PATH",
                  "MTMD_CPP_LIB"):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # restored (or removed) after the test
+        monkeypatch.delenv(name)
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setenv("LOADOUT_ENGINE", "cpu")
     assert engine_select.activate_requested(tmp_path / "engines") is None
