@@ -391,7 +391,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--gpu-free-mib", type=int, help="cap the GPU's free memory (a rig)")
     args = parser.parse_args(argv)
-    activate_gpu_engine()
+    from engine.errors import EngineBuildError
+
+    try:
+        activate_gpu_engine()
+    except EngineBuildError as exc:
+        print(f"no GPU engine build: {exc}", file=sys.stderr)
+        return 2
     from engine.ggml_devices import engine_devices
 
     if not [d for d in engine_devices() if d.kind in ("gpu", "igpu")]:
