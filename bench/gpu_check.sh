@@ -8,8 +8,8 @@
 #   need (vendor/llama.cpp/{models,docs,tests,benches} and the sdist's .git) into
 #   build/gpu-kit/llama_cpp_python-0.3.36-trimmed.tar.gz (~12 MB; 61 MB unpacked), and
 #   puts beside it the wheels of the few pure or small packages Loadout's checks need that a
-#   CUDA + torch machine may lack (psutil, diskcache, gguf, nvidia-ml-py; CPython 3.12,
-#   manylinux x86-64). Repository plus kit stay under 64 MiB.
+#   CUDA + torch machine may lack (psutil, diskcache, gguf, nvidia-ml-py, platformdirs,
+#   pyyaml; CPython 3.12, manylinux x86-64). Repository plus kit stay under 64 MiB.
 #
 # run (the GPU machine: Python 3.12 with torch, cmake, ninja, nvcc, scikit-build-core):
 #   1. builds the CUDA engine (-DGGML_CUDA=ON -DGGML_RPC=ON, this GPU's architecture only)
@@ -17,7 +17,7 @@
 #      llama-fit-params from the same build folder;
 #   2. bench/gpu_memory.py on it: the plan's bytes per device against the CUDA and host
 #      buffers llama.cpp allocates, and every layer / expert / KV where the plan put it;
-#   3. llama.cpp's dry run (engine/dry_run.py) of the demo's plan: confirmed or corrected;
+#   3. llama.cpp's dry run (engine/dry_run.py) of an 8B-shaped plan: confirmed or corrected;
 #   4. placement against llama.cpp's --fit: a synthetic Q4_K model of ~18 GiB; for each cap
 #      (8, 12, 16, 24 GiB left free, the rest held by a torch allocation so that both see
 #      the same free memory) Loadout plans it and llama-fit-params fits it, llama-bench
@@ -61,7 +61,8 @@ prepare() {
     rm -rf "$dl"
     "$PY" -m pip download -q --only-binary :all: --python-version 3.12 \
         --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-        --implementation cp --no-deps -d "$KIT/wheels" psutil diskcache gguf nvidia-ml-py
+        --implementation cp --no-deps -d "$KIT/wheels" psutil diskcache gguf nvidia-ml-py \
+        platformdirs pyyaml
     ls -la "$KIT" "$KIT/wheels"
     echo "copy the repository (with build/gpu-kit) to the GPU machine, then run bench/gpu_check.sh"
 }
@@ -90,7 +91,8 @@ setup_venv() {
     [ -x "$WORK/venv/bin/python" ] || "$PY" -m venv --system-site-packages "$WORK/venv"
     VPY="$WORK/venv/bin/python"
     local need=()
-    for pair in psutil:psutil diskcache:diskcache gguf:gguf pynvml:nvidia-ml-py; do
+    for pair in psutil:psutil diskcache:diskcache gguf:gguf pynvml:nvidia-ml-py \
+                platformdirs:platformdirs yaml:pyyaml; do
         "$VPY" -c "import ${pair%%:*}" 2>/dev/null || need+=("${pair##*:}")
     done
     if [ "${#need[@]}" -gt 0 ]; then
@@ -129,13 +131,17 @@ memory_checks() {
     LOADOUT_ENGINE=installed PYTHONPATH="$ROOT" "$VPY" "$ROOT/bench/gpu_memory.py" \
         || echo "memory/placement goal missed (table above)"
     LOADOUT_ENGINE=installed PYTHONPATH="$ROOT" "$VPY" - <<'EOF' || echo "dry run failed"
-from engine.demo import demo_model_path
+import tempfile
+from pathlib import Path
 from engine.gguf_file import load_profile
 from engine.hardware import detect
 from engine import dry_run
 from planner.plan import plan
 from planner.request import Request
-path = str(demo_model_path())
+from tests.helpers.gguf_factory import Shape, write_llama
+path = str(write_llama(Path(tempfile.mkdtemp()) / "dense.gguf", Shape(
+    n_layers=32, n_embd=4096, n_head=32, n_head_kv=8, head_dim=128, n_ff=14336,
+    n_vocab=32000, n_ctx_train=32768, weight_type="Q4_K"), header_only=True))
 inventory, request = detect(measure=False), Request(context=8192, advise=False)
 checked, check = dry_run.confirm(path, inventory, request,
                                  plan(inventory, load_profile(path), request))
