@@ -222,18 +222,21 @@ def dev_engines_dir() -> Path:
 
 def activate_requested(root: Path | None = None) -> EngineBuild | None:
     """Outside a bundle, activate the build ``$LOADOUT_ENGINE`` names from ``root``
-    (default :func:`dev_engines_dir`); ``None`` (the installed engine) when it names none
-    there, or ``cpu`` / ``auto``. Called before anything imports ``llama_cpp``.
+    (default ``$LOADOUT_ENGINES_DIR``, else :func:`dev_engines_dir`); ``None`` (the
+    installed engine) for ``auto``, and for ``cpu`` when ``root`` has no CPU build. Called
+    before anything imports ``llama_cpp``.
 
     Raises:
         EngineBuildError: the named build is not in ``root``, or ``llama_cpp`` was
             already loaded from another build.
     """
     wanted = os.environ.get(ENGINE_ENV, "")
-    if getattr(sys, "frozen", False) or wanted in ("", AUTO, "cpu", "installed"):
+    if getattr(sys, "frozen", False) or wanted in ("", AUTO, "installed"):
         return None
-    root = root if root is not None else dev_engines_dir()
+    root = root if root is not None else (engines_dir() or dev_engines_dir())
     build = next((b for b in discover(root) if b.backend == wanted), None)
+    if build is None and wanted == "cpu":
+        return None  # the installed engine is the CPU build
     if build is None:
         raise EngineBuildError(f"{ENGINE_ENV}={wanted}: no such engine build in {root} "
                                f"(python3 dev.py setup --engine {wanted} makes it)")
