@@ -87,16 +87,21 @@ EOF
     nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version --format=csv
 }
 
-setup_venv() {
-    [ -x "$WORK/venv/bin/python" ] || "$PY" -m venv --system-site-packages "$WORK/venv"
-    VPY="$WORK/venv/bin/python"
+setup_python() {
+    # No virtual environment (python3-venv may be missing): the few packages this needs go
+    # to $WORK/site, first on PYTHONPATH, beside the system's torch, numpy and jinja2.
+    VPY="$PY"
+    SITE="$WORK/site"
+    mkdir -p "$SITE"
+    export PYTHONPATH="$SITE:$ROOT"
     local need=()
     for pair in psutil:psutil diskcache:diskcache gguf:gguf pynvml:nvidia-ml-py \
                 platformdirs:platformdirs yaml:pyyaml; do
         "$VPY" -c "import ${pair%%:*}" 2>/dev/null || need+=("${pair##*:}")
     done
     if [ "${#need[@]}" -gt 0 ]; then
-        "$VPY" -m pip install -q --no-index --find-links "$KIT/wheels" "${need[@]}"
+        "$VPY" -m pip install -q --no-index --no-deps --target "$SITE" \
+            --find-links "$KIT/wheels" "${need[@]}"
     fi
 }
 
@@ -119,7 +124,9 @@ build_engine() {
         cmake --build "$build" -j "$JOBS" --target llama-bench llama-fit-params \
             >> "$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log"; die "llama-bench build failed"; }
     fi
-    "$VPY" -m pip install -q --no-deps --no-index --force-reinstall "$wheels"/llama_cpp_python-*.whl
+    rm -rf "$SITE/llama_cpp"
+    "$VPY" -m pip install -q --no-deps --no-index --upgrade --target "$SITE" \
+        "$wheels"/llama_cpp_python-*.whl
     BENCH="$(find "$build" -name llama-bench -type f -perm -u+x | head -1)"
     FIT="$(find "$build" -name llama-fit-params -type f -perm -u+x | head -1)"
     [ -n "$BENCH" ] && [ -n "$FIT" ] || die "llama-bench / llama-fit-params not found in $build"
@@ -128,9 +135,9 @@ build_engine() {
 
 memory_checks() {
     # LOADOUT_ENGINE=installed: the CUDA wheel in this venv is the engine
-    LOADOUT_ENGINE=installed PYTHONPATH="$ROOT" "$VPY" "$ROOT/bench/gpu_memory.py" \
+    LOADOUT_ENGINE=installed "$VPY" "$ROOT/bench/gpu_memory.py" \
         || echo "memory/placement goal missed (table above)"
-    LOADOUT_ENGINE=installed PYTHONPATH="$ROOT" "$VPY" - <<'EOF' || echo "dry run failed"
+    LOADOUT_ENGINE=installed "$VPY" - <<'EOF' || echo "dry run failed"
 import tempfile
 from pathlib import Path
 from engine.gguf_file import load_profile
@@ -156,7 +163,7 @@ tg_of() {  # llama-bench -o json on stdin -> the decode tokens/s
 
 fit_compare() {
     local model="$WORK/dense-q4k.gguf"
-    LOADOUT_ENGINE=installed PYTHONPATH="$ROOT" "$VPY" - "$model" <<'EOF'
+    LOADOUT_ENGINE=installed "$VPY" - "$model" <<'EOF'
 import sys
 from pathlib import Path
 from tests.helpers.gguf_factory import Shape, write_llama
@@ -180,7 +187,7 @@ sys.stdin.readline()
 "; }
         read -r _ _ <&"${HOLD[0]}"
         local ours fits
-        ours="$(LOADOUT_ENGINE=installed PYTHONPATH="$ROOT" "$VPY" - "$model" <<'EOF'
+        ours="$(LOADOUT_ENGINE=installed "$VPY" - "$model" <<'EOF'
 import sys
 from engine.gguf_file import load_profile
 from engine.hardware import detect
@@ -219,7 +226,7 @@ main() {
     mkdir -p "$WORK"
     {
         say "preflight"; preflight
-        say "python environment"; setup_venv
+        say "python packages"; setup_python
         say "CUDA engine build ($JOBS jobs)"; build_engine
         say "memory and placement (bench/gpu_memory.py)"; memory_checks
         say "placement against llama.cpp --fit (decode ratio per cap)"; fit_compare
