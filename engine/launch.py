@@ -205,13 +205,19 @@ def load_with_replan(
 
 
 def shrink_after_out_of_memory(inventory: Any, failed_plan: Any) -> Any:
-    """The inventory to re-plan with after ``failed_plan`` ran out of memory on a GPU:
+    """The inventory to re-plan with after ``failed_plan`` (a Plan, or its JSON) ran out of
+    memory on a GPU:
     each local GPU it used is given half of what that plan put there (plus the planner's
     reserve), since the device held less than it reported. A larger host reserve alone
     (``plan_launch(attempt=...)``) never moves anything off a GPU."""
     from planner.roles import reserve_for
 
-    used = {d.id: d.used_bytes for d in failed_plan.devices if d.kind == "gpu"}
+    if isinstance(failed_plan, Mapping):  # the plan's JSON (PlannedLaunch.plan)
+        used = {str(d["id"]): int(d["weights_bytes"]) + int(d["kv_bytes"])
+                + int(d["compute_bytes"]) + int(d["other_bytes"])
+                for d in failed_plan.get("devices", []) if d.get("kind") == "gpu"}
+    else:
+        used = {d.id: d.used_bytes for d in failed_plan.devices if d.kind == "gpu"}
     gpus = []
     for g in inventory.gpus:
         planned = used.get(f"gpu{g.index}", 0)

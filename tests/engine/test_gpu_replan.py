@@ -38,6 +38,7 @@ def test_each_out_of_memory_halves_what_the_device_is_given(tmp_path: Path) -> N
     first = plan(inventory, profile, request)
     used = next(d.used_bytes for d in first.devices if d.id == "gpu0")
     smaller = shrink_after_out_of_memory(inventory, first)
+    assert shrink_after_out_of_memory(inventory, first.to_json()) == smaller  # or its JSON
     gpu = smaller.gpus[0]
     assert gpu.free_bytes == used // 2 + reserve_for(inventory.gpus[0])
     second = plan(smaller, profile, request)
