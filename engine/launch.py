@@ -7,6 +7,7 @@ process builds it, the engine process carries it out.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -82,6 +83,9 @@ class LaunchSpec:
     draft_model_path: str | None = None
     draft_n_gpu_layers: int = -1
     draft_devices: tuple[str, ...] = ()
+    # the plan's features and raw predicted figures (JSON), recorded with every finished
+    # request (engine/run_records.py); "" records nothing
+    run_features: str = ""
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -238,13 +242,16 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
     """
     pins = {k: v for k, v in (overrides or {}).items() if v is not None}
     try:
+        from engine import run_records
         from engine.gguf_file import load_profile
         from engine.hardware import detect
+        from planner.machine_fit import run_features
         from planner.plan import plan
         from planner.request import Request
 
         request = Request(context=context, parallel=parallel, prompt_tokens=prompt_tokens,
-                          depth=depth, advise=False, **pins)
+                          depth=depth, advise=False, machine_runs=run_records.samples(),
+                          **pins)
         if attempt:
             request = replace(request, host_reserve_bytes=request.host_reserve_bytes
                               + attempt * RESERVE_STEP_BYTES)
@@ -258,9 +265,11 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                     if n.startswith("worker_unreachable:")]
             if left:
                 note = "workers left out of the plan: " + ", ".join(left)
-        the_plan = plan(inventory, load_profile(model_path), request)
+        profile = load_profile(model_path)
+        the_plan = plan(inventory, profile, request)
         doc = the_plan.to_json()
-        spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine)
+        spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine).with_changes(
+            run_features=json.dumps(run_features(inventory, profile, the_plan)))
         if n_threads:
             spec = spec.with_changes(n_threads=n_threads, n_threads_batch=n_threads)
         return PlannedLaunch(spec, doc, note=note)
