@@ -15,6 +15,7 @@ Mirrors llama.cpp (the version bundled with llama-cpp-python 0.3.36):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from planner.compute_buffer import GraphParams, LayerShape, compute_bytes
 from planner.ggml_types import ggml_type
@@ -303,7 +304,14 @@ def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None) -> L
     if shape.device != HOST or offload is None:
         return shape
     copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4  # ~ not q/k/v
-    return replace(shape, device=offload, attn_device=HOST, offload_copy=copied // 3)
+    return moved_layer(shape, offload, copied // 3)
+
+
+@lru_cache(maxsize=4096)
+def moved_layer(shape: LayerShape, device: str, copy: int) -> LayerShape:
+    """``shape`` run on ``device`` with its attention on the host and ``copy`` bytes of
+    weights copied in per matmul (cached: every plan asks it for every host layer)."""
+    return replace(shape, device=device, attn_device=HOST, offload_copy=copy)
 
 
 def _mtp_compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
