@@ -46,8 +46,8 @@ class SpeedConstants:
     gpu_bw_fraction: float = 0.77          # of nominal VRAM bandwidth, dense weights
     rocm_bw_fraction: float = 0.65         # ROCm's decode kernels reach less of theirs
     metal_bw_fraction: float = 0.66        # Apple GPUs reach less of their SoC figure
-    gpu_expert_efficiency: float = 0.69    # routed-expert reads: small scattered matmuls
-    gpu_layer_s: float = 55e-6             # kernel launches and syncs per layer per token
+    gpu_expert_efficiency: float = 0.73    # routed-expert reads: small scattered matmuls
+    gpu_layer_s: float = 59e-6             # kernel launches and syncs per layer per token
     rocm_layer_s: float = 90e-6            # ... and launch slower
     gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
     cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
@@ -75,7 +75,7 @@ class SpeedConstants:
     gpu_iq_factor: float = 1.3             # ... and somewhat slowly on GPUs
     moe_verify_overlap: float = 0.5        # neighbouring tokens often route to the same
     #   experts, so a verify batch reads fewer distinct ones than independent routing
-    spec_layer_s: float = 85e-6            # what a verify step adds per GPU layer: a
+    spec_layer_s: float = 78e-6            # what a verify step adds per GPU layer: a
     #   batched pass runs other kernels than one token's (and outside its CUDA graph)
     acceptance: tuple[tuple[str, float], ...] = (
         ("code", 0.75), ("math", 0.80), ("agent", 0.70), ("chat", 0.60), ("creative", 0.35))
