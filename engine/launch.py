@@ -256,6 +256,8 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
             request = replace(request, host_reserve_bytes=request.host_reserve_bytes
                               + attempt * RESERVE_STEP_BYTES)
         inventory = detect(measure=False)
+        if n_threads:  # priced with the threads it will run with
+            inventory = replace(inventory, host=replace(inventory.host, cores=n_threads))
         note = ""
         if workers:
             from engine.hardware.workers import add_workers

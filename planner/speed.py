@@ -44,11 +44,11 @@ class SpeedConstants:
     """
 
     gpu_bw_fraction: float = 0.77          # of nominal VRAM bandwidth, dense weights
-    rocm_bw_fraction: float = 0.65         # ROCm's decode kernels reach less of theirs
+    rocm_bw_fraction: float = 0.62         # ROCm's decode kernels reach less of theirs
     metal_bw_fraction: float = 0.66        # Apple GPUs reach less of their SoC figure
-    gpu_expert_efficiency: float = 0.73    # routed-expert reads: small scattered matmuls
+    gpu_expert_efficiency: float = 0.67    # routed-expert reads: small scattered matmuls
     gpu_layer_s: float = 59e-6             # kernel launches and syncs per layer per token
-    rocm_layer_s: float = 90e-6            # ... and launch slower
+    rocm_layer_s: float = 88e-6            # ... and launch slower
     gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
     cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
     cpu_core_gbps: float = 7.0             # what one core can stream (many-channel caps)
