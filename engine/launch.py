@@ -7,7 +7,6 @@ process builds it, the engine process carries it out.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -245,7 +244,6 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         from engine import run_records
         from engine.gguf_file import load_profile
         from engine.hardware import detect
-        from planner.machine_fit import run_features
         from planner.plan import plan
         from planner.request import Request
 
@@ -270,8 +268,7 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         profile = load_profile(model_path)
         the_plan = plan(inventory, profile, request)
         doc = the_plan.to_json()
-        spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine).with_changes(
-            run_features=json.dumps(run_features(inventory, profile, the_plan)))
+        spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine)
         if n_threads:
             spec = spec.with_changes(n_threads=n_threads, n_threads_batch=n_threads)
         return PlannedLaunch(spec, doc, note=note)

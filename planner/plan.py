@@ -9,6 +9,7 @@ priced, with a warning when the planner's own choice would have been faster.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -18,7 +19,7 @@ from planner.attention import choose_flash
 from planner.codes import Code
 from planner.engine_params import engine_params
 from planner.inventory import Inventory
-from planner.machine_fit import MachineCorrection, calibrate
+from planner.machine_fit import MachineCorrection, calibrate, run_features
 from planner.placement import Layout
 from planner.profile import ModelProfile
 from planner.request import Priority, Request, Role, SpecMode
@@ -185,7 +186,9 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     the_plan = _plan(inventory, profile, request, exact_check=True, like=None)
     if request.machine_runs:
         the_plan = calibrate(inventory, profile, the_plan, request.machine_runs)
-    return the_plan
+    # what the engine records each finished request with (engine/run_records.py)
+    features = json.dumps(run_features(inventory, profile, the_plan), separators=(",", ":"))
+    return replace(the_plan, engine={**the_plan.engine, "run_features": features})
 
 
 def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_check: bool,
