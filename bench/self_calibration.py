@@ -83,12 +83,21 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "LOADOUT_HOME": str(Path(tmp) / "home"), "PYTHONPATH": str(ROOT)}
         similar = str(similar_model(Path(tmp)))
         other = str(similar_model(Path(tmp), "Q8_0"))
+        demo_runs = []
         for i in range(args.runs):
-            line(f"demo run {i + 1}", bench("demo", args, env))
-        checks = {"demo, next run": line("demo, next run", bench("demo", args, env)),
+            demo_runs.append(bench("demo", args, env))
+            line(f"demo run {i + 1}", demo_runs[-1])
+        demo_runs.append(bench("demo", args, env))
+        checks = {"demo, next run": line("demo, next run", demo_runs[-1]),
                   "similar model, first run": line("similar model, first run",
                                                    bench(similar, args, env))}
         line("Q8_0 model (not scored)", bench(other, args, env))
+    for key in ("decode_tps", "prefill_tps"):  # how much the same run moves here
+        values = sorted(d[key] for d in demo_runs)
+        mid = values[len(values) // 2]
+        print(f"noise: the demo's {len(values)} runs measured {key[:-4]} {values[0]:.1f} to "
+              f"{values[-1]:.1f} t/s ({(values[0] / mid - 1) * 100:+.0f}% / "
+              f"{(values[-1] / mid - 1) * 100:+.0f}% around their median)")
     ok = True
     for label, (decode, prefill) in checks.items():
         good = abs(decode) <= GOAL and abs(prefill) <= GOAL
