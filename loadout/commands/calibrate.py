@@ -91,6 +91,10 @@ def plan_and_load_prediction(args: argparse.Namespace, prompt_tokens: int) -> di
 def run(args: argparse.Namespace) -> int:
     from loadout.commands.chat import spec_overrides
 
+    if args.no_plan:
+        print("loadout calibrate: error: --no-plan: a run is learnt from against its plan's "
+              "prediction", file=sys.stderr)
+        return 2
     try:
         spec_overrides(args)
     except (ValueError, OSError) as exc:

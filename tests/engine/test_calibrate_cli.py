@@ -55,3 +55,8 @@ def test_bench_refuses_an_unknown_speculation_mode_before_loading() -> None:
     result = loadout("bench", "demo", "--spec", "telepathy:2", "--json")
     assert result.returncode == 2 and result.stdout == ""
     assert "loadout bench: error:" in result.stderr and "telepathy" in result.stderr
+
+
+def test_calibrate_without_a_plan_is_refused() -> None:
+    result = loadout("calibrate", "demo", "--no-plan", "--seconds", "0")
+    assert result.returncode == 2 and "--no-plan" in result.stderr
