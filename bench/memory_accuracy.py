@@ -6,8 +6,10 @@ Run from the repository root::
     .venv/bin/python bench/memory_accuracy.py --quick    # a few configurations
     .venv/bin/python bench/memory_accuracy.py --gpu      # per device, on a GPU build
 
-For the demo model and synthetic models of four families (dense llama, qwen3moe MoE,
-gemma3 sliding-window, qwen35 hybrid recurrent), at two contexts, three KV types and
+For the demo model and synthetic models of six families (dense llama, qwen3moe MoE,
+gemma3 sliding-window, qwen35 hybrid recurrent, and at their published widths a gpt-oss
+with attention sinks, biases and sliding-window blocks and a qwen3moe of the 30B-A3B's
+width, 128 experts, 152k vocabulary), at two contexts, three KV types and
 1 and 4 parallel sequences, it loads the model in this process with llama.cpp (CPU),
 reads the buffer sizes from llama.cpp's own log (model, KV + RS, compute, output) and
 compares them with ``planner.memory.estimate``. The hybrid model (one NextN block) is also
@@ -104,6 +106,7 @@ def synthetic_models(folder: Path) -> dict[str, Path]:
         write_qwen3moe,
         write_qwen35,
     )
+    from tests.helpers.gguf_gpt_oss import write_gpt_oss
 
     common = dict(n_embd=512, n_head=8, n_head_kv=4, head_dim=64, n_ff=1536, n_vocab=32768)
     llama = Shape(n_layers=8, **common)
@@ -111,11 +114,19 @@ def synthetic_models(folder: Path) -> dict[str, Path]:
     gemma = Shape(n_layers=12, extra_kv={"gemma3.attention.sliding_window": 512}, **common)
     hybrid = Shape(n_layers=8, n_nextn=1, **common)
     hybrid.extra_kv.update(qwen35_kv(hybrid, d_state=64, n_k_heads=4, n_v_heads=8))
+    # published widths (four blocks: compute buffers depend on widths, not depth)
+    oss = Shape(n_layers=4, n_embd=2880, n_head=64, n_head_kv=8, head_dim=64, n_ff=2880,
+                n_vocab=201088, n_expert=32, n_expert_used=4, n_ff_exp=2880)
+    moe30 = Shape(n_layers=4, n_embd=2048, n_head=32, n_head_kv=4, head_dim=128, n_ff=6144,
+                  n_vocab=151936, n_expert=128, n_expert_used=8, n_ff_exp=768)
     return {
         "llama-dense": write_llama(folder / "llama.gguf", llama, header_only=True),
         "qwen3moe": write_qwen3moe(folder / "qwen3moe.gguf", moe, header_only=True),
         "gemma3-swa": write_gemma3(folder / "gemma3.gguf", gemma, header_only=True),
         "qwen35-hybrid": write_qwen35(folder / "qwen35.gguf", hybrid, header_only=True),
+        "gpt-oss-sinks-swa": write_gpt_oss(folder / "gpt-oss.gguf", oss, header_only=True),
+        "qwen3moe-30b-wide": write_qwen3moe(folder / "qwen3moe-30b.gguf", moe30,
+                                            header_only=True),
         "llama-split-3": write_llama_split(folder / "split-00001-of-00003.gguf", 3,
                                            Shape(n_layers=6, **common), header_only=True),
     }

@@ -82,6 +82,9 @@ class LaunchSpec:
     draft_model_path: str | None = None
     draft_n_gpu_layers: int = -1
     draft_devices: tuple[str, ...] = ()
+    # the plan's features and raw predicted figures (JSON), recorded with every finished
+    # request (engine/run_records.py); "" records nothing
+    run_features: str = ""
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -261,17 +264,21 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
     """
     pins = {k: v for k, v in (overrides or {}).items() if v is not None}
     try:
+        from engine import run_records
         from engine.gguf_file import load_profile
         from engine.hardware import detect
         from planner.plan import plan
         from planner.request import Request
 
         request = Request(context=context, parallel=parallel, prompt_tokens=prompt_tokens,
-                          depth=depth, advise=False, **pins)
+                          depth=depth, advise=False, machine_runs=run_records.samples(),
+                          **pins)
         if attempt:
             request = replace(request, host_reserve_bytes=request.host_reserve_bytes
                               + attempt * RESERVE_STEP_BYTES)
         inventory = detect(measure=False)
+        if n_threads:  # priced with the threads it will run with
+            inventory = replace(inventory, host=replace(inventory.host, cores=n_threads))
         note = ""
         if workers:
             from engine.hardware.workers import add_workers
@@ -281,7 +288,8 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                     if n.startswith("worker_unreachable:")]
             if left:
                 note = "workers left out of the plan: " + ", ".join(left)
-        the_plan = plan(inventory, load_profile(model_path), request)
+        profile = load_profile(model_path)
+        the_plan = plan(inventory, profile, request)
         from engine.dry_run import check_of, confirm_for
 
         the_plan = confirm_for(model_path, inventory, request, the_plan)  # llama.cpp's view

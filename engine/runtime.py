@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine import run_records
 from engine.chat_template import render_chat
 from engine.errors import (
     ContextOverflowError,
@@ -77,6 +78,7 @@ class Engine:
                                         self._model.n_vocab, spec_mode=spec.spec_mode,
                                         draft_tokens=spec.draft_tokens, drafters=drafters,
                                         spec_refusal=self.speculation_refusal)
+            self._scheduler.on_finish = run_records.recorder(spec.run_features)
         except BaseException:
             for drafter in drafters.values():
                 drafter.free()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +101,8 @@ class Scheduler:
         self.n_vocab = n_vocab
         self.slots = [Slot(seq=i) for i in range(ctx.n_seq_max)]
         self.batch = Batch(ctx.n_batch, ctx.n_seq_max)
+        # called with (metrics as JSON, finish reason) when a request ends: the run record
+        self.on_finish: Callable[[dict[str, Any], str], None] | None = None
 
     # -- admission ------------------------------------------------------------------------
     def has_free_slot(self) -> bool:
@@ -393,6 +395,8 @@ class Scheduler:
         metrics = slot.timer.snapshot()
         slot.handle.push(Chunk(text, token_ids, reason, metrics, error=error,
                                loop_guard=loop_guard))
+        if self.on_finish is not None:
+            self.on_finish(metrics.to_json(), reason)
         if slot.sampler is not None:
             slot.sampler.free()
         if slot.state == "prefill":

@@ -17,7 +17,7 @@ from loadout import __version__
 
 # Order is the order of ``loadout --help``.
 COMMANDS: tuple[str, ...] = (
-    "detect", "plan", "recommend", "pull", "serve", "chat", "bench", "worker",
+    "detect", "plan", "recommend", "pull", "serve", "chat", "bench", "calibrate", "worker",
 )
 
 

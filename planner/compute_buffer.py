@@ -66,6 +66,8 @@ class GraphParams:
     input_device: str = "host"
     mtp: bool = False   # the MTP draft graph: embeddings + the trunk's hidden state in
     output_copy: int = 0  # a host output weight copied to the output device (op offload)
+    late_rows: bool = False  # the output rows are picked after the last block (which runs
+    #   for every token), its hidden state kept as an output (``t_h_nextn``)
 
 
 class _Builder:
@@ -235,7 +237,7 @@ class _Builder:
             g.expand(cur)
             cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(cur, s)
             t = p.n_tokens
-            if i == len(layers) - 1 and with_output:
+            if i == len(layers) - 1 and with_output and not p.late_rows:
                 out_ids = self.inp("out_ids", dev)
                 cur = g.op(p.n_embd * p.n_outputs * F32, dev, cur, out_ids)
                 inp = g.op(p.n_embd * p.n_outputs * F32, dev, inp, out_ids)
@@ -249,6 +251,10 @@ class _Builder:
             if s.post_norms:
                 cur = self.norm(cur, dev)
             inp = g.op(cur.size, dev, cur, res, inplace=True)
+        if with_output and p.late_rows:
+            g.mark_output(inp)                              # t_h_nextn is kept
+            inp = g.op(p.n_embd * p.n_outputs * F32, inp.device, inp,
+                       self.inp("out_ids", inp.device))     # get_rows(out_ids)
         if with_output:
             copy = None
             if p.output_copy:

@@ -15,6 +15,7 @@ Mirrors llama.cpp (the version bundled with llama-cpp-python 0.3.36):
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from planner.compute_buffer import GraphParams, LayerShape, compute_bytes
 from planner.ggml_types import ggml_type
@@ -178,6 +179,11 @@ def output_buffer_bytes(profile: ModelProfile, config: MemoryConfig) -> int:
 
 
 _GATED_ATTN = frozenset({"qwen3next", "qwen35", "qwen35moe"})
+# builders that pick the output rows after the last block, not inside it, keeping the
+# block's hidden state as an output (llama.cpp's models/openai-moe.cpp). Others written
+# the same way (qwen35, deepseek2, glm4moe, ...) measure closer with the rows picked in
+# the last block (bench/memory_accuracy.py: qwen35 +16% with them picked late)
+_LATE_ROWS = frozenset({"gpt-oss"})
 _MULTI_POS = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
 
 
@@ -285,6 +291,7 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
         v_rot=_rot(config.type_v, head_v, grow=False) if head_v else 0,
         v_trans_width=0 if config.flash_attn else _v_width_max(profile),
         n_pos=4 if profile.architecture in _MULTI_POS else 1,
+        late_rows=profile.architecture in _LATE_ROWS,
         output_device=offload if placement.output_device == HOST and offload
         else placement.output_device,
         output_copy=profile.output_bytes or profile.token_embd_bytes
@@ -303,7 +310,14 @@ def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None) -> L
     if shape.device != HOST or offload is None:
         return shape
     copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4  # ~ not q/k/v
-    return replace(shape, device=offload, attn_device=HOST, offload_copy=copied // 3)
+    return moved_layer(shape, offload, copied // 3)
+
+
+@lru_cache(maxsize=4096)
+def moved_layer(shape: LayerShape, device: str, copy: int) -> LayerShape:
+    """``shape`` run on ``device`` with its attention on the host and ``copy`` bytes of
+    weights copied in per matmul (cached: every plan asks it for every host layer)."""
+    return replace(shape, device=device, attn_device=HOST, offload_copy=copy)
 
 
 def _mtp_compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,

@@ -346,6 +346,7 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     o = acc.setdefault(out_dev, [0.0] * 6)
     o[0] += out_bytes
     o[5] += out_bytes
+    out_read = {out_dev: out_bytes}
     if iquant is None:
         iquant = is_iquant(profile)
     loads = []
@@ -358,6 +359,9 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
             device=device, weight_bytes=w_read * resident, expert_bytes=e_read * resident,
             kv_bytes=kv_read, layers=int(n_layers), recurrent_layers=int(n_recurrent),
             stored_bytes=stored, disk_bytes=disk, disk_stored_bytes=stored * (1 - resident),
-            flops=(w_read + e_read) * per_flop, iquant=iquant))
+            flops=(w_read + e_read) * per_flop, iquant=iquant,
+            # a prompt's output layer runs for its last token only (llama.cpp asks logits
+            # of that one), so prefill does not pay the output projection per token
+            prefill_flops=(w_read + e_read - out_read.get(device, 0.0)) * per_flop))
     loads.sort(key=lambda ld: (ld.device != HOST, ld.device))
     return tuple(loads), tuple(hops)

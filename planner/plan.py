@@ -9,6 +9,7 @@ priced, with a warning when the planner's own choice would have been faster.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -18,6 +19,7 @@ from planner.attention import choose_flash
 from planner.codes import Code
 from planner.engine_params import engine_params
 from planner.inventory import Inventory
+from planner.machine_fit import MachineCorrection, calibrate, run_features
 from planner.placement import Layout
 from planner.profile import ModelProfile
 from planner.request import Priority, Request, Role, SpecMode
@@ -118,6 +120,8 @@ class Plan:
     model: str = ""
     draft_model: str | None = None
     layout: Layout | None = field(default=None, repr=False, compare=False)
+    raw_predicted: Speed | None = None        # the model's own figures, when corrected
+    calibration: MachineCorrection | None = None  # this machine's correction, if asked
 
     @property
     def streams_from_disk(self) -> bool:
@@ -137,7 +141,7 @@ class Plan:
                             "acceptance": round(self.speculative.acceptance, 3),
                             "tokens_per_step": round(self.speculative.tokens_per_step, 3),
                             "draft_model": self.draft_model},
-            "predicted": self.predicted.to_json(),
+            "predicted": self._predicted_json(),
             "spill": [s.to_json() for s in self.spills],
             "bottleneck": self.bottleneck.to_json() if self.bottleneck else None,
             "advice": [a.to_json() for a in self.advice],
@@ -145,6 +149,18 @@ class Plan:
             "warnings": [w.to_json() for w in self.warnings],
             "engine": dict(self.engine),
         }
+
+
+    def _predicted_json(self) -> dict[str, Any]:
+        out = self.predicted.to_json()
+        if self.calibration is not None:
+            out["calibration"] = self.calibration.to_json()
+        if self.raw_predicted is not None:
+            raw = self.raw_predicted
+            out["raw"] = {"decode_tps": round(raw.decode_tps, 2),
+                          "prefill_tps": round(raw.prefill_tps, 1),
+                          "ttft_s": round(raw.ttft_s, 3)}
+        return out
 
 
 def _context_cap(profile: ModelProfile, request: Request) -> int:
@@ -163,9 +179,16 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
         request: context, slots, task and the user's pins.
 
     Returns:
-        The :class:`Plan`, with ``fits`` False and reason codes when it cannot run.
+        The :class:`Plan`, with ``fits`` False and reason codes when it cannot run; its
+        prediction corrected by ``request.machine_runs`` when there are any (the raw one
+        kept in ``raw_predicted``).
     """
-    return _plan(inventory, profile, request, exact_check=True, like=None)
+    the_plan = _plan(inventory, profile, request, exact_check=True, like=None)
+    if request.machine_runs:
+        the_plan = calibrate(inventory, profile, the_plan, request.machine_runs)
+    # what the engine records each finished request with (engine/run_records.py)
+    features = json.dumps(run_features(inventory, profile, the_plan), separators=(",", ":"))
+    return replace(the_plan, engine={**the_plan.engine, "run_features": features})
 
 
 def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_check: bool,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 
 class TensorKind(StrEnum):
@@ -83,12 +84,24 @@ class LayerProfile:
 
     def bytes_of(self, *kinds: TensorKind) -> int:
         """Bytes of this layer's tensors of the given kinds (all kinds if none given)."""
-        wanted = set(kinds)
-        return sum(b for k, b in self.bytes_by_kind if not wanted or k in wanted)
+        if not kinds:
+            return self.total_bytes
+        by_kind = self._by_kind
+        if len(kinds) == 1:
+            return by_kind.get(kinds[0], 0)
+        return sum(by_kind.get(k, 0) for k in set(kinds))
 
-    @property
+    # the planner asks these thousands of times per plan: computed once per layer
+    @cached_property
+    def _by_kind(self) -> dict[TensorKind, int]:
+        out: dict[TensorKind, int] = {}
+        for k, b in self.bytes_by_kind:
+            out[k] = out.get(k, 0) + b
+        return out
+
+    @cached_property
     def total_bytes(self) -> int:
-        return self.bytes_of()
+        return sum(b for _, b in self.bytes_by_kind)
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,7 @@ class ModelProfile:
     def is_moe(self) -> bool:
         return self.expert_count > 1
 
-    @property
+    @cached_property
     def weights_bytes(self) -> int:
         """Bytes of every tensor (what llama.cpp's model buffers hold in total)."""
         return sum(t.nbytes for t in self.tensors)

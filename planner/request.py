@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from planner.profile import ModelProfile
+
+if TYPE_CHECKING:
+    from planner.machine_fit import RunSample
 
 
 class TaskKind(StrEnum):
@@ -105,6 +109,8 @@ class Request:
         rope_scaling: the user accepts a context beyond the training context.
         host_reserve_bytes: RAM left free for the desktop.
         advise: compute what-if advice (costs a few more plans).
+        machine_runs: this machine's measured runs; the prediction is corrected by them
+            (:mod:`planner.machine_fit`).
     """
 
     context: int | None = None
@@ -126,6 +132,7 @@ class Request:
     rope_scaling: bool = False
     host_reserve_bytes: int = 5 * 1000**3
     advise: bool = True
+    machine_runs: tuple[RunSample, ...] = ()
 
     def __post_init__(self) -> None:
         if self.parallel < 1:

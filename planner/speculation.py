@@ -31,6 +31,7 @@ from planner.speed import (
     device_time,
     per_token_acceptance,
     price_spec,
+    spec_step_seconds,
     verify_cost,
 )
 
@@ -118,12 +119,14 @@ def with_drafter(trial: Trial, device: str, nbytes: int) -> Trial:
 
 
 def dflash_outcome(a: float, token_s: float, pass_s: float, verify: float,
-                   moe: tuple[float, float], max_k: int = 8) -> SpecOutcome:
+                   moe: tuple[float, float], max_k: int = 8, step_s: float = 0.0
+                   ) -> SpecOutcome:
     """The block length (1..max_k) with the best tokens per second, or NO_SPEC: one pass
     per step whatever ``k`` (priced as ``pass_s / k`` per drafted token)."""
     best = NO_SPEC
     for k in range(1, max_k + 1):
-        out = price_spec(SpecMode.DFLASH, k, a, token_s, pass_s / k, verify, *moe)
+        out = price_spec(SpecMode.DFLASH, k, a, token_s, pass_s / k, verify, *moe,
+                         step_s=step_s)
         if out.tokens_per_step / out.step_cost > best.tokens_per_step / best.step_cost * 1.01:
             best = out
     return best
@@ -166,10 +169,11 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
     pinned = request.spec
     threads = inventory.host.cores
     main = main_device(best)
-    verify = verify_cost(inventory, main)
+    verify = verify_cost(inventory, main, best.speed)
+    step = spec_step_seconds(inventory, best.speed)
     token_s = best.speed.token_s
     if pinned is not None:
-        return _pinned(inventory, profile, request, best, retrial, main, verify)
+        return _pinned(inventory, profile, request, best, retrial, main, verify, step)
     if request.task == TaskKind.CREATIVE:
         return NO_SPEC, [_note(Code.SPEC_OFF_CREATIVE)], best
     if request.parallel >= MAX_PARALLEL:
@@ -178,7 +182,8 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
         trial = with_drafter(best, main, draft_bytes(request.draft_profile, best.config.n_ctx))
         pass_s = dflash_pass_seconds(inventory, request.draft_profile, profile, main, threads)
         a = acceptance_for(request.task, SpecMode.DFLASH)
-        out = dflash_outcome(a, token_s, pass_s, verify, _moe_terms(profile, best))
+        out = dflash_outcome(a, token_s, pass_s, verify, _moe_terms(profile, best),
+                             step_s=step)
         spec_out, notes, _ = _if_worth(out, Code.SPEC_DRAFT, best)
         return spec_out, notes, trial if spec_out.mode == SpecMode.DFLASH else best
     if request.draft_profile is not None:
@@ -186,7 +191,7 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
                                       draft_device(request.draft_profile, best, main), threads)
         a = acceptance_for(request.task, SpecMode.DRAFT)
         out = best_draft_length(SpecMode.DRAFT, a, token_s, draft_s, verify,
-                                *_moe_terms(profile, best))
+                                *_moe_terms(profile, best), step_s=step)
         return _if_worth(out, Code.SPEC_DRAFT, best)
     if profile.nextn_layers > 0:
         with_mtp = retrial(best, True)
@@ -195,7 +200,7 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
         draft_s = mtp_draft_seconds(inventory, profile, main, threads)
         a = acceptance_for(request.task, SpecMode.MTP)
         out = best_draft_length(SpecMode.MTP, a, with_mtp.speed.token_s, draft_s, verify,
-                                *_moe_terms(profile, with_mtp))
+                                *_moe_terms(profile, with_mtp), step_s=step)
         gain = out.tokens_per_step / out.step_cost * token_s / with_mtp.speed.token_s
         if out.mode == SpecMode.MTP and gain >= MIN_GAIN:
             return out, [_note(Code.SPEC_MTP, draft_tokens=out.draft_tokens,
@@ -205,7 +210,7 @@ def choose_spec(inventory: Inventory, profile: ModelProfile, request: Request, b
     if request.task in (TaskKind.CODE, TaskKind.AGENT):
         a = acceptance_for(request.task, SpecMode.NGRAM)
         out = best_draft_length(SpecMode.NGRAM, a, token_s, 0.0, verify,
-                                *_moe_terms(profile, best))
+                                *_moe_terms(profile, best), step_s=step)
         return _if_worth(out, Code.SPEC_NGRAM, best)
     return NO_SPEC, [_note(Code.SPEC_OFF_TASK, task=request.task.value)], best
 
@@ -220,8 +225,8 @@ def _if_worth(out: SpecOutcome, code: Code, best: Trial
 
 
 def _pinned(inventory: Inventory, profile: ModelProfile, request: Request, best: Trial,
-            retrial: Callable[[Trial, bool], Trial], main: str, verify: float
-            ) -> tuple[SpecOutcome, list[Note], Trial]:
+            retrial: Callable[[Trial, bool], Trial], main: str, verify: float,
+            step: float = 0.0) -> tuple[SpecOutcome, list[Note], Trial]:
     spec = request.spec
     assert spec is not None
     threads = inventory.host.cores
@@ -249,10 +254,12 @@ def _pinned(inventory: Inventory, profile: ModelProfile, request: Request, best:
         pass_s = dflash_pass_seconds(inventory, request.draft_profile, profile, main, threads)
         k = spec.draft_tokens or 0  # a block drafts exactly its length, like the MTP head
         moe = _moe_terms(profile, trial)
-        out = dflash_outcome(a, trial.speed.token_s, pass_s, verify, moe) if k == 0 else \
-            price_spec(mode, k, a, trial.speed.token_s, pass_s / k, verify, *moe)
+        out = dflash_outcome(a, trial.speed.token_s, pass_s, verify, moe, step_s=step) \
+            if k == 0 else price_spec(mode, k, a, trial.speed.token_s, pass_s / k, verify,
+                                      *moe, step_s=step)
         if out.mode == SpecMode.OFF:  # pinned on: honoured even when it does not pay
-            out = price_spec(mode, 2, a, trial.speed.token_s, pass_s / 2, verify, *moe)
+            out = price_spec(mode, 2, a, trial.speed.token_s, pass_s / 2, verify, *moe,
+                             step_s=step)
         return out, [_note(Code.SPEC_USER, mode=mode.value, draft_tokens=out.draft_tokens,
                            acceptance=a)], trial
     else:
@@ -260,13 +267,15 @@ def _pinned(inventory: Inventory, profile: ModelProfile, request: Request, best:
     token_s = trial.speed.token_s
     moe = _moe_terms(profile, trial)
     out = best_draft_length(mode, a, token_s, draft_s, verify, *moe,
-                            max_k=spec.draft_tokens or 8)
+                            max_k=spec.draft_tokens or 8, step_s=step)
     if spec.draft_tokens is not None and mode == SpecMode.MTP:
         # the MTP head drafts exactly the pinned length; a draft model stops early
         # (llama.cpp's p-min), so its pinned length is a maximum
-        out = price_spec(mode, spec.draft_tokens, a, token_s, draft_s, verify, *moe)
+        out = price_spec(mode, spec.draft_tokens, a, token_s, draft_s, verify, *moe,
+                         step_s=step)
     if out.mode == SpecMode.OFF:  # pinned on: honoured even when it does not pay
-        out = price_spec(mode, spec.draft_tokens or 2, a, token_s, draft_s, verify, *moe)
+        out = price_spec(mode, spec.draft_tokens or 2, a, token_s, draft_s, verify, *moe,
+                         step_s=step)
     return out, [_note(Code.SPEC_USER, mode=mode.value, draft_tokens=out.draft_tokens,
                        acceptance=a)], trial
 

@@ -5,8 +5,12 @@ over the devices it passes through, of the bytes read there over that device's e
 bandwidth, plus the KV cache read at the current depth, the hops between devices and a
 fixed cost per layer. Speculation divides that by the tokens gained per step.
 
-One set of constants (:data:`CONSTANTS`) calibrated on ``bench/data/published_speeds.csv``
-by ``bench/speed_calibration.py``; nothing here is fitted per model or per machine.
+One set of constants (:data:`CONSTANTS`). Most are set by physics (bytes, FLOPs, what a
+verified token adds) or measured on the engine here; nine free ones are fitted on
+``bench/data/published_speeds.csv`` by ``bench/speed_calibration.py``, which reports the
+error of each row predicted by constants fitted without it (leave-one-out) and on rows
+kept out of the fit. A per-machine correction learnt from this machine's own runs is
+applied on top (``planner/machine_fit.py``), never folded into these.
 """
 
 from __future__ import annotations
@@ -29,19 +33,22 @@ DISK = "disk"
 class SpeedConstants:
     """The calibrated constants of the speed model (one set for every machine).
 
-    Which published rows mostly pin each one (``bench/data/published_speeds.csv``):
-    GPU fractions and per-layer cost: the dense full-GPU rows (8B and 70B on 3090, 4090,
-    A6000, M2 Ultra); expert efficiency: the gpt-oss rows; CPU fraction and per-core
-    rate: the CPU-only rows (7950X, HX 370, M3 Max, Epyc); CPU per-layer cost with
-    threads: the Epyc row; recurrent-layer cost: Qwen3-Next on the HX 370; i-quant
-    factors: DeepSeek-V3 IQ3_XXS with experts in RAM and Qwen3.8 IQ2_XXS on a 3080;
-    KV costs: the depth points in the rows' notes; verify cost: the MTP and draft rows.
+    Fitted (``bench/speed_fit.py``: nine knobs, each pulled toward a physical prior):
+    the GPU / ROCm / Metal bandwidth fractions, expert efficiency, GPU / ROCm per-layer
+    cost, the per-layer cost of a verify step, the CPU rate and the CPU per-layer costs.
+    Set by hand from one source each (not fitted): i-quant factors (DeepSeek-V3 IQ3_XXS,
+    Qwen3.8 IQ2_XXS), KV costs (the rows' depth points; ``bench/cpu_attention.py`` here),
+    the Metal verify cost (Apple rows of the MTP table), MoE verify overlap (the RTX 2060
+    MTP row). Physics, no constant: what a verified token adds (its FLOPs), drafting
+    (the drafter's bytes), the output layer computed once per prompt in prefill.
     """
 
-    gpu_bw_fraction: float = 0.80          # of nominal VRAM bandwidth, dense weights
-    metal_bw_fraction: float = 0.70        # Apple GPUs reach less of their SoC figure
-    gpu_expert_efficiency: float = 0.70    # routed-expert reads: small scattered matmuls
-    gpu_layer_s: float = 45e-6             # kernel launches and syncs per layer per token
+    gpu_bw_fraction: float = 0.77          # of nominal VRAM bandwidth, dense weights
+    rocm_bw_fraction: float = 0.62         # ROCm's decode kernels reach less of theirs
+    metal_bw_fraction: float = 0.66        # Apple GPUs reach less of their SoC figure
+    gpu_expert_efficiency: float = 0.67    # routed-expert reads: small scattered matmuls
+    gpu_layer_s: float = 59e-6             # kernel launches and syncs per layer per token
+    rocm_layer_s: float = 88e-6            # ... and launch slower
     gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
     cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
     cpu_core_gbps: float = 7.0             # what one core can stream (many-channel caps)
@@ -62,14 +69,18 @@ class SpeedConstants:
     gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
     cpu_core_gflops: float = 45.0          # quantized matmul per core in prefill
     pcie_fraction: float = 0.75            # host->GPU copies of weights in prefill
-    verify_cost: float = 0.15              # extra step cost per drafted token (GPU)
     metal_verify_cost: float = 0.45        # batch verify does not amortise on Apple GPUs
-    cpu_verify_cost: float = 0.5
+    #   (elsewhere a verified token costs its compute: see :func:`verify_cost`)
     cpu_iq_factor: float = 3.0             # i-quants (IQ*) dequantize slowly on CPUs ...
     gpu_iq_factor: float = 1.3             # ... and somewhat slowly on GPUs
-    moe_verify_overlap: float = 0.5        # share of experts a verify batch re-uses
+    moe_verify_overlap: float = 0.5        # neighbouring tokens often route to the same
+    #   experts, so a verify batch reads fewer distinct ones than independent routing
+    spec_layer_s: float = 78e-6            # what a verify step adds per GPU layer: a
+    #   batched pass runs other kernels than one token's (and outside its CUDA graph)
     acceptance: tuple[tuple[str, float], ...] = (
         ("code", 0.75), ("math", 0.80), ("agent", 0.70), ("chat", 0.60), ("creative", 0.35))
+    mtp_acceptance: tuple[tuple[str, float], ...] = (  # a head trained with the model
+        ("code", 0.85), ("math", 0.85), ("agent", 0.80), ("chat", 0.75), ("creative", 0.50))
     ngram_acceptance: tuple[tuple[str, float], ...] = (
         ("code", 0.45), ("agent", 0.45), ("math", 0.20), ("chat", 0.15), ("creative", 0.05))
     usable_decode_tps: float = 5.0
@@ -112,6 +123,7 @@ class DeviceLoad:
     disk_stored_bytes: float = 0.0
     flops: float = 0.0
     iquant: bool = False      # weights are i-quants (IQ*): slower to dequantize
+    prefill_flops: float | None = None  # per prompt token (None: ``flops``)
 
 
 @dataclass(frozen=True)
@@ -124,6 +136,9 @@ class DeviceTime:
     kv_s: float
     overhead_s: float
     disk_s: float
+    compute_s: float = 0.0    # the token's arithmetic alone here (what a verified
+    #   token adds to a step whose weights are read anyway)
+    layers: int = 0
 
     @property
     def total_s(self) -> float:
@@ -195,8 +210,18 @@ def gpu_of(inventory: Inventory, device: str) -> Gpu | None:
 
 def gpu_bandwidth(gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
     """Effective bytes/s a GPU reads weights at."""
-    fraction = c.metal_bw_fraction if gpu.backend == Backend.METAL else c.gpu_bw_fraction
+    if gpu.backend == Backend.METAL:
+        fraction = c.metal_bw_fraction
+    elif gpu.backend == Backend.ROCM:
+        fraction = c.rocm_bw_fraction
+    else:
+        fraction = c.gpu_bw_fraction
     return gpu.bandwidth_gbps * GB * fraction
+
+
+def gpu_layer_seconds(gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """Fixed seconds a GPU spends per layer per token (launches, syncs)."""
+    return c.rocm_layer_s if gpu.backend == Backend.ROCM else c.gpu_layer_s
 
 
 def core_scale(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
@@ -240,13 +265,16 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
                           load.expert_bytes / (bw * c.gpu_expert_efficiency),
-                          load.kv_bytes * c.gpu_kv_cost / bw, load.layers * c.gpu_layer_s,
-                          disk_s)
+                          load.kv_bytes * c.gpu_kv_cost / bw,
+                          load.layers * gpu_layer_seconds(gpu, c), disk_s,
+                          load.flops / gpu_flops(gpu, c), load.layers)
     bw = host_bandwidth(inventory, threads, c) / (c.cpu_iq_factor if load.iquant else 1.0)
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
+    cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
-                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead, disk_s)
+                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead, disk_s,
+                      load.flops / cpu, load.layers)
 
 
 def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
@@ -308,7 +336,8 @@ def transfer_time(inventory: Inventory, hops: Sequence[tuple[str, str]], n_embd:
 
 def acceptance_for(task: TaskKind, mode: SpecMode, c: SpeedConstants = CONSTANTS) -> float:
     """Default per-token acceptance of a speculation mode for a task."""
-    table = dict(c.ngram_acceptance if mode == SpecMode.NGRAM else c.acceptance)
+    table = dict(c.ngram_acceptance if mode == SpecMode.NGRAM else
+                 c.mtp_acceptance if mode == SpecMode.MTP else c.acceptance)
     return table.get(task.value, 0.5)
 
 
@@ -318,12 +347,33 @@ def tokens_per_step(acceptance: float, k: int) -> float:
     return (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
-def verify_cost(inventory: Inventory, main_device: str, c: SpeedConstants = CONSTANTS) -> float:
-    """Extra cost per drafted token of verifying a batch, on the main device."""
+def verify_cost(inventory: Inventory, main_device: str, speed: Speed,
+                c: SpeedConstants = CONSTANTS) -> float:
+    """Extra cost per drafted token of verifying a batch, as a share of one token.
+
+    A verify step reads the weights once for all its tokens, so each drafted token adds
+    only its arithmetic: small where decode is memory-bound (a GPU), large where it is
+    not (a CPU). Apple GPUs do not amortise the batch (their small-batch kernels).
+    """
     gpu = gpu_of(inventory, main_device)
-    if gpu is None:
-        return c.cpu_verify_cost
-    return c.metal_verify_cost if gpu.backend == Backend.METAL else c.verify_cost
+    if gpu is not None and gpu.backend == Backend.METAL:
+        return c.metal_verify_cost
+    if speed.token_s <= 0:
+        return 1.0
+    return min(1.0, sum(d.compute_s for d in speed.devices) / speed.token_s)
+
+
+def spec_step_seconds(inventory: Inventory, speed: Speed,
+                      c: SpeedConstants = CONSTANTS) -> float:
+    """Fixed seconds a verify step adds on GPUs (other kernels than a single token's,
+    launched outside its graph), per layer a GPU computes; none on CPUs and Metal,
+    whose verify cost is priced per token."""
+    layers = 0
+    for d in speed.devices:
+        gpu = gpu_of(inventory, d.device)
+        if gpu is not None and gpu.backend != Backend.METAL:
+            layers += d.layers
+    return layers * c.spec_layer_s
 
 
 def distinct_experts(tokens: int, ratio: float) -> float:
@@ -351,7 +401,7 @@ def per_token_acceptance(accepted_per_drafted: float, k: int) -> float:
 
 def price_spec(mode: SpecMode, k: int, acceptance: float, token_s: float, draft_s: float,
                verify: float, expert_share: float = 0.0, expert_ratio: float = 0.0,
-               c: SpeedConstants = CONSTANTS) -> SpecOutcome:
+               step_s: float = 0.0, c: SpeedConstants = CONSTANTS) -> SpecOutcome:
     """Price ``k`` drafted tokens per step: returns what a step yields and costs.
 
     Args:
@@ -361,22 +411,23 @@ def price_spec(mode: SpecMode, k: int, acceptance: float, token_s: float, draft_
         expert_share: share of ``token_s`` spent reading routed experts: a verify batch
             of ``k + 1`` tokens reads more distinct experts than one token does.
         expert_ratio: ``n_expert_used / n_expert``.
+        step_s: fixed seconds a verify step adds (see :func:`spec_step_seconds`).
     """
     if mode == SpecMode.OFF or k <= 0 or token_s <= 0:
         return NO_SPEC
     more_experts = (distinct_experts(k + 1, expert_ratio) - 1.0) * (1.0 - c.moe_verify_overlap)
-    step = token_s * (1.0 + verify * k + expert_share * more_experts) + k * draft_s
+    step = token_s * (1.0 + verify * k + expert_share * more_experts) + k * draft_s + step_s
     return SpecOutcome(mode, k, acceptance, tokens_per_step(acceptance, k), step / token_s)
 
 
 def best_draft_length(mode: SpecMode, acceptance: float, token_s: float, draft_s: float,
                       verify: float, expert_share: float = 0.0, expert_ratio: float = 0.0,
-                      max_k: int = 8) -> SpecOutcome:
+                      max_k: int = 8, step_s: float = 0.0) -> SpecOutcome:
     """The draft length (1..max_k) with the best tokens per second, or NO_SPEC."""
     best = NO_SPEC
     for k in range(1, max_k + 1):
         out = price_spec(mode, k, acceptance, token_s, draft_s, verify, expert_share,
-                         expert_ratio)
+                         expert_ratio, step_s)
         if out.tokens_per_step / out.step_cost > best.tokens_per_step / best.step_cost * 1.01:
             best = out
     return best
@@ -392,21 +443,22 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
     for load in loads:
         gpu = gpu_of(inventory, load.device)
         disk = load.disk_stored_bytes / disk_bandwidth(inventory, c) / n_ubatch
+        flops = load.flops if load.prefill_flops is None else load.prefill_flops
         if gpu is not None and gpu.worker_cpu:
             cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9 \
                 * worker_core_scale(inventory, gpu, c)
-            out.append((load.device, load.flops / cores))
+            out.append((load.device, flops / cores))
         elif gpu is not None:
-            out.append((load.device, load.flops / gpu_flops(gpu, c) + disk))
+            out.append((load.device, flops / gpu_flops(gpu, c) + disk))
         elif gpus:
             # llama.cpp copies host-resident weights to the GPU for big batches
             main = max(gpus, key=lambda g: g.tflops_fp16)
             pcie = (main.pcie_gbps if main.pcie_gbps > 0 else 16.0) * GB * c.pcie_fraction
             copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
-            out.append((load.device, copy + load.flops / gpu_flops(main, c) + disk))
+            out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
         else:
             cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
-            out.append((load.device, load.flops / cpu + disk))
+            out.append((load.device, flops / cpu + disk))
     return tuple(out)
 
 

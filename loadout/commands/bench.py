@@ -49,6 +49,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from loadout.commands.chat import spec_overrides
+
+    try:
+        spec_overrides(args)  # a bad --spec is refused before anything loads
+    except (ValueError, OSError) as exc:
+        print(f"loadout bench: error: {exc}", file=sys.stderr)
+        return 2
     prompt = bench_prompt(args)
     prompt_tokens = max(1, len(prompt) // 4)
     # predicted where it is measured: decode t/s averages over a cache growing from the
@@ -128,6 +135,11 @@ def bench_document(finals: Sequence[Any], predicted: dict[str, Any] | None, load
         "generated_tokens": last.metrics.generated_tokens, "repeats": len(finals),
         "samples": samples, "predicted": predicted, "text": last.text,
         "finish_reason": last.finish_reason, "load_s": load_s, "launch": spec,
+        "speculation": {"mode": last.metrics.speculation or spec.get("spec_mode", "off"),
+                        "acceptance": last.metrics.acceptance,
+                        "tokens_per_step": last.metrics.tokens_per_step,
+                        "drafted_tokens": last.metrics.drafted_tokens,
+                        "accepted_tokens": last.metrics.accepted_tokens},
     }
 
 
@@ -148,6 +160,17 @@ def render(doc: dict[str, Any]) -> str:
     lines = [f"{'':14}{'measured':>10}{'predicted':>11}"]
     for label, key, fmt in rows:
         lines.append(f"{label:14}{cell(doc[key], fmt):>10}{cell(pred.get(key), fmt):>11}")
+    spec = doc.get("speculation") or {}
+    if spec.get("mode") not in (None, "off"):
+        lines.append(f"{'tokens/step':14}{cell(spec.get('tokens_per_step'), '.2f'):>10}"
+                     f"{cell(pred.get('tokens_per_step'), '.2f'):>11}  ({spec['mode']}, "
+                     f"acceptance {cell(spec.get('acceptance'), '.2f')})")
+    cal = pred.get("calibration") or {}
+    if cal.get("runs"):
+        raw = pred.get("raw") or {}
+        lines.append(f"predicted: calibrated on {cal['runs']} runs on this machine "
+                     f"(raw: decode {cell(raw.get('decode_tps'), '.1f')}, prefill "
+                     f"{cell(raw.get('prefill_tps'), '.1f')})")
     lines.append(f"{'end-to-end t/s':14}{cell(doc['e2e_tps'], '.1f'):>10}")
     if doc.get("decode_overhead") is not None:
         lines.append(f"engine overhead: {doc['decode_overhead']:.1%} of the decode time "

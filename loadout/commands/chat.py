@@ -23,11 +23,35 @@ def add_launch_arguments(p: argparse.ArgumentParser, ctx_default: int = 4096) ->
     p.add_argument("--kv-type", default=None, help="KV cache type: f16, q8_0 or q4_0")
     p.add_argument("--workers", default=None, metavar="HOST:PORT,...",
                    help="RPC workers ('loadout worker') whose devices the plan may use")
+    p.add_argument("--spec", default=None, metavar="MODE[:N]",
+                   help="speculation: off|ngram|draft|mtp|dflash, optionally :draft length")
+    p.add_argument("--draft-model", default=None, help="the draft model (or DFlash "
+                   "drafter) .gguf for --spec draft / dflash")
     p.add_argument("--no-plan", action="store_true",
                    help="skip the planner and load with the default launch parameters")
     p.add_argument("--no-warmup", action="store_true",
                    help="skip the warm-up decode after the load (the first request then "
                         "pays for reading the weights)")
+
+
+def spec_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The planner's pins for ``--spec`` and ``--draft-model`` (empty when not given).
+
+    Raises:
+        ValueError: ``--spec`` is not ``MODE[:N]`` with a known mode.
+    """
+    from planner.request import SpecRequest
+
+    out: dict[str, Any] = {}
+    if getattr(args, "spec", None):
+        out["spec"] = SpecRequest.parse(args.spec)
+    if getattr(args, "draft_model", None):
+        from engine.gguf_file import load_profile
+        from engine.models import resolve_local_model
+
+        path = str(resolve_local_model(args.draft_model))
+        out["draft_profile"], out["draft_path"] = load_profile(path), path
+    return out
 
 
 def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
@@ -44,7 +68,7 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
     overrides: dict[str, Any] = {
         "n_gpu_layers": args.ngl, "n_cpu_moe": args.n_cpu_moe, "kv_type": args.kv_type,
         "tensor_split": tuple(float(x) for x in args.tensor_split.split(","))
-        if args.tensor_split else None}
+        if args.tensor_split else None, **spec_overrides(args)}
     if args.no_plan:
         spec = _default_spec(path, args.ctx, 1, args.threads,
                              {k: v for k, v in overrides.items() if v is not None})

@@ -118,6 +118,12 @@ def run(args: argparse.Namespace) -> int:
                            getattr(args, "link_gbps", None))
     try:
         request = build_request(args)
+        if not args.rig:  # this machine: its measured runs correct the prediction
+            from dataclasses import replace
+
+            from engine import run_records
+
+            request = replace(request, machine_runs=run_records.samples())
     except ValueError as exc:
         print(f"loadout plan: error: {exc}", file=sys.stderr)
         return 2
@@ -182,6 +188,11 @@ def render(plan: Any, model: str) -> str:
     lines.append(f"Predicted: decode {pr.decode_tps:.1f} t/s, prefill {pr.prefill_tps:.0f} t/s,"
                  f" TTFT {pr.ttft_s:.2f} s for {pr.prompt_tokens} prompt tokens"
                  f" (depth {pr.depth})")
+    if p.calibration is not None and p.calibration.runs and p.raw_predicted is not None:
+        raw = p.raw_predicted
+        lines.append(f"  calibrated on {p.calibration.runs} runs on this machine "
+                     f"({p.calibration.scope}); raw prediction: decode {raw.decode_tps:.1f} "
+                     f"t/s, prefill {raw.prefill_tps:.0f} t/s")
     if p.bottleneck:
         b = p.bottleneck
         lines.append(f"Bottleneck: {b.kind.value} on {b.device} ({b.what}, "

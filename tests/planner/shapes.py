@@ -187,6 +187,7 @@ LLAMA2_7B = ModelShape("Llama-2-7B", "llama", 32, 4096, 32, 32, 128, 11008, 3200
 LLAMA2_70B = ModelShape("Llama-2-70B", "llama", 80, 8192, 64, 8, 128, 28672, 32000, 4096)
 LLAMA3_8B = ModelShape("Llama-3-8B", "llama", 32, 4096, 32, 8, 128, 14336, 128256, 8192)
 LLAMA3_70B = ModelShape("Llama-3-70B", "llama", 80, 8192, 64, 8, 128, 28672, 128256, 8192)
+QWEN3_8B = ModelShape("Qwen3-8B", "qwen3", 36, 4096, 32, 8, 128, 12288, 151936, 40960)
 QWEN25_32B = ModelShape("Qwen2.5-32B", "qwen2", 64, 5120, 40, 8, 128, 27648, 152064, 32768)
 QWEN25_3B = ModelShape("Qwen2.5-3B", "qwen2", 36, 2048, 16, 2, 128, 11008, 151936, 32768,
                        tied=True)

@@ -12,7 +12,7 @@ from planner.memory import DeviceMemory
 from planner.plan import plan
 from planner.request import Request, SpecMode, SpecRequest, TaskKind
 from planner.speculation import dflash_pass_seconds, draft_bytes
-from planner.speed import verify_cost
+from planner.speed import spec_step_seconds, verify_cost
 from tests.planner import shapes as S
 from tests.planner.rigs import RTX_4090, rig
 
@@ -55,7 +55,9 @@ def test_a_pinned_dflash_drafter_holds_memory_on_the_main_gpu_and_drafts_a_block
     token_s = before.speed.token_s
     pass_s = dflash_pass_seconds(inv, drafter, model, "gpu0", inv.host.cores)
     step_s = outcome.step_cost * token_s
-    assert step_s == pytest.approx(token_s * (1 + 4 * verify_cost(inv, "gpu0")) + pass_s)
+    verify = verify_cost(inv, "gpu0", before.speed)
+    fixed = spec_step_seconds(inv, before.speed)
+    assert step_s == pytest.approx(token_s * (1 + 4 * verify) + pass_s + fixed)
 
 
 def test_a_dflash_pin_without_a_drafter_is_refused() -> None:
