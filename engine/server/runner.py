@@ -23,6 +23,8 @@ from typing import Any, TextIO
 from engine.errors import EngineError
 from engine.launch import LaunchSpec
 from engine.server.app import ServerState, build_app
+from engine.server.connections import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, http_protocol
+from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.security import DEFAULT_MAX_BODY_BYTES, SecurityPolicy
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,9 @@ class ServeOptions:
         ready_json: print the ready line as JSON.
         aliases: extra names accepted in a request's ``model`` field.
         model_id: the id shown by ``/v1/models`` (default: the model's own name).
+        allowed_hosts: extra names a request's ``Host`` may carry (``*``: any).
+        limits: request sizes, stop strings and the grammar budget.
+        connections: connection count and read timeouts.
     """
 
     spec: LaunchSpec
@@ -54,6 +59,9 @@ class ServeOptions:
     ready_json: bool = False
     aliases: tuple[str, ...] = ()
     model_id: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    limits: RequestLimits = DEFAULT_REQUEST_LIMITS
+    connections: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -156,13 +164,17 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
 
     stdout = out or sys.stdout
     policy = SecurityPolicy.resolve(options.host, options.api_key, options.cors_origins,
-                                    options.max_body_bytes)
+                                    options.max_body_bytes, options.allowed_hosts)
     state = ServerState(model_id=options.model_id, aliases=options.aliases)
-    app = build_app(state, policy)
+    conn = options.connections
+    app = build_app(state, policy, options.limits, conn)
     sock = bind_socket(options.host, options.port)
     url = base_url(sock, options.host)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=3, timeout_keep_alive=30)
+                            timeout_graceful_shutdown=3,
+                            timeout_keep_alive=max(1, round(conn.keep_alive_s)),
+                            limit_concurrency=conn.max_connections,
+                            http=http_protocol(conn), h11_max_incomplete_event_size=64 * 1024)
     server = uvicorn.Server(config)
     stopping = threading.Event()
     failed: list[str] = []

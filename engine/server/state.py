@@ -88,9 +88,8 @@ class ServerState:
         """The engine and model, or a 503 while loading / 500 after a failed load."""
         if self.engine is not None and self.served is not None:
             return self.engine, self.served
-        if self.load_error:
-            raise ApiError(500, f"the model failed to load: {self.load_error}",
-                           code="model_load_failed")
+        if self.load_error:  # the reason (it may name paths) is in the server's log
+            raise ApiError(500, "the model failed to load", code="model_load_failed")
         raise ApiError(503, f"the model is loading ({self.load_progress:.0%})",
                        code="model_loading", headers={"Retry-After": RETRY_AFTER_S})
 
