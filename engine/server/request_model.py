@@ -186,11 +186,11 @@ def check_body(body: Any, fields: Mapping[str, Field],
         raise bad(f"'stop' takes at most {limits.max_stop_sequences} sequences", "stop")
     for i, s in enumerate(stops):
         if not isinstance(s, str):
-            raise bad("'stop' must be a string or a list of strings", f"stop[{i}]",
-                      "invalid_type")
+            raise bad(f"'stop' must be a string or a list of strings (stop[{i}] is not)",
+                      "stop", "invalid_type")
         if len(s) > limits.max_stop_chars:
-            raise bad(f"a stop sequence may be at most {limits.max_stop_chars} characters",
-                      f"stop[{i}]")
+            raise bad(f"a stop sequence may be at most {limits.max_stop_chars} characters "
+                      f"(stop[{i}] has {len(s)})", "stop")
     if "messages" in fields:
         _check_messages(body.get("messages"), limits)
         _check_tools(body.get("tools"), body.get("tool_choice"), limits)
