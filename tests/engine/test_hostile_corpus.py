@@ -117,7 +117,7 @@ def test_a_missing_host_header_is_refused(hostile: ServerProcess) -> None:
 
 
 def test_localhost_and_loopback_names_are_served(hostile: ServerProcess) -> None:
-    host, port = _address(hostile)
+    _, port = _address(hostile)
     for name in (f"localhost:{port}", f"127.0.0.1:{port}", "LOCALHOST"):
         status, doc = send(hostile, Case("ok", None, 200, "/v1/models", "GET",
                                          {"Host": name}))
