@@ -52,8 +52,19 @@ ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/com
                        "/metrics", "/v1/loadout/status"})
 
 
+class _JSONResponse(JSONResponse):
+    """JSON that always encodes: a lone surrogate a client sent (and an error message
+    quotes back) is written as a JSON escape instead of failing the answer."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def _json(doc: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    return JSONResponse(doc, status_code=status, headers=dict(headers or {}))
+    return _JSONResponse(doc, status_code=status, headers=dict(headers or {}))
 
 
 async def _read_json(request: Request) -> Any:
@@ -110,7 +121,7 @@ def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
         body = await _read_json(request)
         _, served = state.require()
         parsed = await _parse(oa.parse_chat, body, served, limits)
-        gen = Generation(ctx, parsed, "messages")
+        gen = await Generation.start(ctx, parsed, "messages")
         if parsed.stream:
             return sse.EventStreamResponse(chat_events(gen), gen.close)
         text, last = await gen.collect(request)
@@ -126,7 +137,7 @@ def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
         body = await _read_json(request)
         _, served = state.require()
         parsed = await _parse(oa.parse_completion, body, served, limits)
-        gen = Generation(ctx, parsed, "prompt")
+        gen = await Generation.start(ctx, parsed, "prompt")
         if parsed.stream:
             return sse.EventStreamResponse(completion_events(gen), gen.close)
         text, last = await gen.collect(request)

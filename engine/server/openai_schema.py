@@ -72,8 +72,9 @@ class ParsedRequest:
         include_usage: streaming only: send a last chunk with ``usage``.
         tools: the tools whose calls are looked for in the answer (empty: none).
         echo: completions only: prepend the prompt to the answer.
-        user_grammar: the client sent its own GBNF ``grammar`` (so a grammar the engine
-            refuses is the client's error, 400, not the server's).
+        user_grammar: the grammar comes from the request (a GBNF ``grammar``, a JSON
+            schema or forced tools), so a grammar the engine refuses is the client's
+            error, 400, not the server's.
     """
 
     generation: GenerationRequest
@@ -168,7 +169,8 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
     if max_tokens is None:
         max_tokens = _integer(body, "max_tokens", 1, limits.max_tokens)
     if max_tokens is None:
-        max_tokens = model.n_ctx_per_seq  # until the context is full, as OpenAI does
+        # until the context is full, as OpenAI does (or the server's cap)
+        max_tokens = min(model.n_ctx_per_seq, limits.max_tokens)
     values: dict[str, Any] = {"max_tokens": max_tokens, "stop": _stops(body)}
     for name, lo, hi in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0),
                          ("min_p", 0.0, 1.0), ("presence_penalty", -2.0, 2.0),
@@ -410,7 +412,7 @@ def parse_chat(body: Any, model: ServedModel,
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params)
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
                          tools=tools if choice != "none" else (),
-                         user_grammar=body.get("grammar") is not None)
+                         user_grammar=params.grammar is not None)
 
 
 # ---------------------------------------------------------------- completions
@@ -442,4 +444,4 @@ def parse_completion(body: Any, model: ServedModel,
     params = _sampling(body, model, _response_format_grammar(body, limits), limits)
     return ParsedRequest(generation=GenerationRequest(prompt=prompt, params=params),
                          stream=stream, include_usage=include_usage, echo=echo,
-                         user_grammar=body.get("grammar") is not None)
+                         user_grammar=params.grammar is not None)

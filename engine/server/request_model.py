@@ -35,7 +35,8 @@ class RequestLimits:
         max_tools: tools declared in one request.
         max_stop_sequences: stop strings in one request.
         max_stop_chars: the length of one stop string.
-        max_tokens: the largest ``max_tokens`` accepted (it is capped by the context too).
+        max_tokens: the largest ``max_tokens`` accepted, and the default when a request
+            names none (the context caps both too).
         grammar: the budget of grammars and JSON schemas.
     """
 

@@ -49,6 +49,8 @@ def register(sub: Any) -> None:
                    help="stop strings per request")
     p.add_argument("--max-stop-chars", type=int, default=128,
                    help="length of one stop string")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="the most tokens one answer may have (default: the context)")
     p.add_argument("--threads", type=int, default=None, help="decode threads")
     p.add_argument("--ngl", type=int, default=None, help="layers on the GPU (-1: all)")
     p.add_argument("--kv-type", default=None, help="KV cache type (f16, q8_0, q4_0 ...)")
@@ -108,6 +110,8 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
                                   max_schema_bound=args.max_schema_bound)
     limits = dataclasses.replace(DEFAULT_REQUEST_LIMITS, max_stop_sequences=args.max_stop,
                                  max_stop_chars=args.max_stop_chars, grammar=grammar)
+    if args.max_tokens is not None:
+        limits = dataclasses.replace(limits, max_tokens=max(1, args.max_tokens))
     conn = ConnectionLimits(max_connections=max(1, args.max_connections),
                             header_timeout_s=args.header_timeout,
                             body_timeout_s=args.body_timeout)
