@@ -110,6 +110,13 @@ GRAMMAR_CASES = [
     Case("gbnf_nested_at_the_depth_limit", completion(grammar=nested_gbnf(1024)), 200,
          "/v1/completions"),
     Case("schema_maxLength_at_the_limit", schema({"type": "string", "maxLength": 512}), 200),
+    Case("gbnf_2000_rules_at_the_limit", completion(grammar="root ::= r0\n" + "".join(
+        f'r{i} ::= "a" r{i + 1}\n' for i in range(1998)) + 'r1998 ::= "a"\n'), 200,
+         "/v1/completions"),
+    Case("gbnf_repetition_at_the_limit", completion(grammar='root ::= "a"{0,2000}'), 200,
+         "/v1/completions"),
+    Case("gbnf_64k_at_the_limit", completion(
+        grammar='root ::= "' + "a" * (64 * 1024 - 11) + '"'), 200, "/v1/completions"),
 ]
 
 TYPE_CASES = [
