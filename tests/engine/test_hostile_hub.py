@@ -197,6 +197,12 @@ def test_no_hash_at_all_is_marked_unverified_and_the_cli_says_so(
     record = verification_of(target)
     assert record is not None and not record.verified and record.source is None
     assert record.sha256 == _sha(payload)
+    from engine.hub.library import LibraryEntry, Source
+
+    entry = LibraryEntry(path=target, name=NAME, source=Source.LOADOUT, size_bytes=SIZE)
+    assert entry.verified is False
+    assert LibraryEntry(path=target.with_name("other.gguf"), name="other",
+                        source=Source.LOADOUT, size_bytes=1).verified is None
 
 
 def test_an_existing_file_is_hashed_before_it_is_accepted(hub: HostileHub, payload: Path,
