@@ -21,6 +21,7 @@ from tests.engine.server_fixtures import ServerProcess, validate
 pytestmark = pytest.mark.slow
 
 TIMEOUT_S = 1.0  # the header and body timeouts of the server under test
+MAX_CONNECTIONS = 6
 
 
 @pytest.fixture(name="hostile", scope="module")
@@ -28,7 +29,7 @@ def hostile_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server
     home: Path = tmp_path_factory.mktemp("hostile-home")
     proc = ServerProcess("demo", "--parallel", "2", "--ctx", "1024", "--threads", "1",
                          "--header-timeout", str(TIMEOUT_S), "--body-timeout", str(TIMEOUT_S),
-                         home=home).start()
+                         "--max-connections", str(MAX_CONNECTIONS), home=home).start()
     try:
         yield proc
     finally:
@@ -126,3 +127,21 @@ def test_localhost_and_loopback_names_are_served(hostile: ServerProcess) -> None
                                    headers={**JSON, "Content-Type":
                                             "application/json; charset=utf-8"}))
     assert status == 200
+
+
+def test_idle_clients_hold_connections_only_until_the_header_timeout(
+        hostile: ServerProcess) -> None:
+    models = Case("models", None, 200, "/v1/models", "GET", {})
+    idle = [socket.create_connection(_address(hostile), timeout=10)
+            for _ in range(MAX_CONNECTIONS)]
+    try:
+        time.sleep(0.2)
+        status, _ = send(hostile, models)
+        assert status == 503  # every connection is taken ...
+        time.sleep(TIMEOUT_S + 1.0)
+        status, _ = send(hostile, models)
+        assert status == 200  # ... until the idle ones are closed
+    finally:
+        for sock in idle:
+            sock.close()
+    assert_healthy(hostile)

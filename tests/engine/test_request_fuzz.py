@@ -82,7 +82,7 @@ def live_fixture() -> Iterator[tuple[str, int]]:
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(), st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
     st.sampled_from(["", "demo", "none", "auto", "required", "function", "user", "json_schema",
                      "root ::= \"a\"", "\ud800", "x" * 5000]))
 JUNK = st.recursive(SCALARS, lambda inner: st.one_of(
@@ -111,7 +111,7 @@ SCHEMA = st.recursive(
                                "properties": st.dictionaries(st.text(max_size=5), inner,
                                                              max_size=3)}),
         st.fixed_dictionaries({"anyOf": st.lists(inner, max_size=3)})),
-    max_leaves=6)
+    max_leaves=4)
 GOOD = {
     "stream": st.booleans(), "temperature": st.floats(0, 2), "top_p": st.floats(0, 1),
     "top_k": st.integers(0, 100), "seed": st.integers(0, 2**32), "max_tokens":
@@ -148,7 +148,7 @@ def request_bodies(draw: st.DrawFn) -> tuple[str, bytes]:
         return route, b'{"model": "demo", "messages": ' + b"[" * depth + b"]" * depth + b"}"
     body: dict[str, Any] = {"model": "demo", "max_tokens": 1}
     if route.endswith("chat/completions"):
-        body["messages"] = draw(st.lists(MESSAGE, min_size=1, max_size=3))
+        body["messages"] = draw(st.lists(MESSAGE, min_size=1, max_size=2))
     else:
         body["prompt"] = draw(st.text(max_size=12))
     for name in draw(st.lists(st.sampled_from(list(GOOD)), max_size=3, unique=True)):
