@@ -75,11 +75,26 @@ class _HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
-        super().on_headers_complete()
+        limit = self.limit_concurrency
+        if limit is None or (len(self.connections) < limit and len(self.tasks) < limit):
+            super().on_headers_complete()
+            return
+        # over the cap: answer with our 503 document (uvicorn's own is plain text)
+        app, self.app, self.limit_concurrency = self.app, _server_busy, None
+        try:
+            super().on_headers_complete()
+        finally:
+            self.app, self.limit_concurrency = app, limit
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
         super().connection_lost(exc)
+
+
+async def _server_busy(scope: Scope, receive: Receive, send: Send) -> None:
+    await error_response(send, 503, "the server has too many connections open; retry "
+                                    "shortly", "too_many_connections",
+                         [(b"retry-after", b"1")])
 
 
 def http_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:

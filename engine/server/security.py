@@ -163,11 +163,12 @@ async def _send_json(send: Send, status: int, body: bytes,
     await send({"type": "http.response.body", "body": body})
 
 
-async def error_response(send: Send, status: int, message: str, code: str) -> None:
+async def error_response(send: Send, status: int, message: str, code: str,
+                         extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
     """Send a whole OpenAI-style error answer."""
     err_type = {401: "authentication_error", 403: "permission_error"}.get(
         status, "invalid_request_error" if status < 500 else "server_error")
-    await _send_json(send, status, _error_body(message, err_type, code))
+    await _send_json(send, status, _error_body(message, err_type, code), extra_headers)
 
 
 class AuthMiddleware:

@@ -136,8 +136,10 @@ def test_idle_clients_hold_connections_only_until_the_header_timeout(
             for _ in range(MAX_CONNECTIONS)]
     try:
         time.sleep(0.2)
-        status, _ = send(hostile, models)
+        status, doc = send(hostile, models)
         assert status == 503  # every connection is taken ...
+        validate(doc, "ErrorResponse")
+        assert doc["error"]["code"] == "too_many_connections"
         time.sleep(TIMEOUT_S + 1.0)
         status, _ = send(hostile, models)
         assert status == 200  # ... until the idle ones are closed
