@@ -34,6 +34,7 @@ from engine.server import sse
 from engine.server import tools as toolcalls
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
+from engine.server.grammar_budget import BudgetExceeded
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.security import (
@@ -102,6 +103,23 @@ async def _parse(parser: Parser, body: Any, served: ServedModel,
                        code="grammar_too_large") from exc
 
 
+async def _probe_grammar(state: ServerState, parsed: ParsedRequest) -> None:
+    """Try the request's grammar in the checker process before the engine thread sees it."""
+    grammar = parsed.generation.params.grammar
+    probe = state.grammar_probe
+    if grammar is None or probe is None:
+        return
+    try:
+        await asyncio.to_thread(probe.check, grammar, parsed.grammar_field)
+    except BudgetExceeded as exc:
+        raise oa.over_budget(exc) from exc
+    except ValueError as exc:
+        raise ApiError(400, str(exc), param=parsed.grammar_field,
+                       code="invalid_grammar") from exc
+    except (OSError, RuntimeError):  # the checker itself failed: the engine still copes
+        log.warning("the grammar checker failed; using the grammar unchecked", exc_info=True)
+
+
 def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
     state = ctx.state
 
@@ -121,6 +139,7 @@ def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
         body = await _read_json(request)
         _, served = state.require()
         parsed = await _parse(oa.parse_chat, body, served, limits)
+        await _probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "messages")
         if parsed.stream:
             return sse.EventStreamResponse(chat_events(gen), gen.close)
@@ -137,6 +156,7 @@ def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
         body = await _read_json(request)
         _, served = state.require()
         parsed = await _parse(oa.parse_completion, body, served, limits)
+        await _probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "prompt")
         if parsed.stream:
             return sse.EventStreamResponse(completion_events(gen), gen.close)

@@ -75,6 +75,7 @@ class ParsedRequest:
         user_grammar: the grammar comes from the request (a GBNF ``grammar``, a JSON
             schema or forced tools), so a grammar the engine refuses is the client's
             error, 400, not the server's.
+        grammar_field: the request field the grammar came from (named in errors).
     """
 
     generation: GenerationRequest
@@ -83,6 +84,7 @@ class ParsedRequest:
     tools: tuple[Mapping[str, Any], ...] = ()
     echo: bool = False
     user_grammar: bool = False
+    grammar_field: str = "grammar"
 
 
 # ---------------------------------------------------------------- field readers
@@ -368,6 +370,12 @@ def _tools(body: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], str 
     return tuple(tools), choice
 
 
+def _grammar_field(body: Mapping[str, Any], forced_tools: bool) -> str:
+    if body.get("grammar") is not None:
+        return "grammar"
+    return "tools" if forced_tools else "response_format"
+
+
 def parse_chat(body: Any, model: ServedModel,
                limits: rm.RequestLimits = rm.DEFAULT_REQUEST_LIMITS) -> ParsedRequest:
     """Check a ``/v1/chat/completions`` body and turn it into an engine request.
@@ -412,7 +420,9 @@ def parse_chat(body: Any, model: ServedModel,
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params)
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
                          tools=tools if choice != "none" else (),
-                         user_grammar=params.grammar is not None)
+                         user_grammar=params.grammar is not None,
+                         grammar_field=_grammar_field(
+                             body, bool(tools) and choice not in (None, "none")))
 
 
 # ---------------------------------------------------------------- completions
@@ -444,4 +454,5 @@ def parse_completion(body: Any, model: ServedModel,
     params = _sampling(body, model, _response_format_grammar(body, limits), limits)
     return ParsedRequest(generation=GenerationRequest(prompt=prompt, params=params),
                          stream=stream, include_usage=include_usage, echo=echo,
-                         user_grammar=params.grammar is not None)
+                         user_grammar=params.grammar is not None,
+                         grammar_field=_grammar_field(body, False))

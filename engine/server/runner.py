@@ -24,6 +24,7 @@ from engine.errors import EngineError
 from engine.launch import LaunchSpec
 from engine.server.app import ServerState, build_app
 from engine.server.connections import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, http_protocol
+from engine.server.grammar_probe import GrammarProbe
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.security import DEFAULT_MAX_BODY_BYTES, SecurityPolicy
 
@@ -130,8 +131,21 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
         engine.close()
         return
     state.attach(engine)
+    state.grammar_probe = _grammar_probe(options.spec.model_path)
     assert state.served is not None
     on_ready(state.served.id)
+
+
+def _grammar_probe(model_path: str) -> GrammarProbe | None:
+    """The started grammar checker, or None (logged) when it cannot start."""
+    probe = GrammarProbe(model_path)
+    try:
+        probe.start()
+    except (OSError, RuntimeError):
+        log.warning("the grammar checker did not start; grammars are used unchecked",
+                    exc_info=True)
+        return None
+    return probe
 
 
 @contextlib.contextmanager
@@ -201,6 +215,8 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
         close = getattr(engine, "close", None)
         if close is not None:
             close()
+        if state.grammar_probe is not None:
+            state.grammar_probe.close()
         sock.close()
     if failed:
         print(f"loadout serve: the model failed to load: {failed[0]}", file=sys.stderr)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from engine.requests import GenerationRequest, RequestHandle
 from engine.server import tools as toolcalls
+from engine.server.grammar_probe import GrammarProbe
 from engine.server.openai_schema import ApiError, ServedModel
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class ServerState:
         self.load_error: str | None = None
         self.started = time.time()
         self.in_flight = 0
+        # tries each request's grammar in a child process first (None: not checked so)
+        self.grammar_probe: GrammarProbe | None = None
         self._lock = threading.Lock()
 
     def attach(self, engine: EngineLike) -> None:

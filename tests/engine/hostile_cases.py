@@ -106,6 +106,14 @@ GRAMMAR_CASES = [
         tools=_tools({"type": "object", "properties": {"s": {"type": "string",
                                                              "maxLength": 10 ** 7}}}),
         tool_choice="required"), 400),
+    # small but slow to apply (every placement of the optional items is a parse stack):
+    # refused by the grammar checker before the engine thread sees them
+    Case("gbnf_22_bytes_seconds_per_token", completion(grammar='root ::= ("a"?){0,200}'),
+         400, "/v1/completions"),
+    Case("gbnf_2000_optional_items", completion(grammar="root ::= " + '"a"? ' * 2000), 400,
+         "/v1/completions"),
+    Case("schema_pattern_of_optional_repetitions", schema(
+        {"type": "string", "pattern": "^(a?){0,200}$"}), 400),
     # just under the limits: llama.cpp takes them and answers
     Case("gbnf_nested_at_the_depth_limit", completion(grammar=nested_gbnf(1024)), 200,
          "/v1/completions"),

@@ -147,3 +147,14 @@ def test_idle_clients_hold_connections_only_until_the_header_timeout(
         for sock in idle:
             sock.close()
     assert_healthy(hostile)
+
+
+def test_slow_grammars_are_refused_by_the_checker_not_run(hostile: ServerProcess) -> None:
+    for name in ("gbnf_22_bytes_seconds_per_token", "schema_pattern_of_optional_repetitions"):
+        case = next(c for c in CASES if c.name == name)
+        started = time.monotonic()
+        _, doc = send(hostile, case)
+        assert "grammar_probe_s" in doc["error"]["message"], doc
+        assert time.monotonic() - started < 10
+    status, doc = send(hostile, next(c for c in CASES if c.name == "gbnf_syntax_error"))
+    assert status == 400 and doc["error"]["code"] == "invalid_grammar"

@@ -50,6 +50,7 @@ def live_fixture() -> Iterator[tuple[str, int]]:
     from engine.runtime import Engine
     from engine.server.app import ServerState, build_app
     from engine.server.connections import ConnectionLimits, http_protocol
+    from engine.server.grammar_probe import GrammarProbe
     from engine.server.request_model import DEFAULT_REQUEST_LIMITS
     from engine.server.runner import bind_socket
     from engine.server.security import SecurityPolicy
@@ -59,6 +60,8 @@ def live_fixture() -> Iterator[tuple[str, int]]:
     engine = Engine(spec, queue_size=64)
     state = ServerState(model_id="demo")
     state.attach(engine)
+    state.grammar_probe = GrammarProbe(spec.model_path)  # as loadout serve does
+    state.grammar_probe.start()
     conn = ConnectionLimits(header_timeout_s=5, body_timeout_s=5)
     limits = dataclasses.replace(DEFAULT_REQUEST_LIMITS, max_tokens=MAX_TOKENS)
     app = build_app(state, SecurityPolicy.resolve("127.0.0.1", None), limits, conn)
@@ -75,6 +78,7 @@ def live_fixture() -> Iterator[tuple[str, int]]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+        state.grammar_probe.close()
         engine.close()
 
 
