@@ -286,9 +286,11 @@ def _existing_matches(item: DownloadItem) -> bool:
     blob = _blob_of(item)
     here = item.target if item.target.exists() and item.target.stat().st_size == \
         item.remote.size else blob
-    digest = hashlib.sha256()
-    _hash_existing(here, digest)
-    actual = digest.hexdigest()
+    actual = verification.known_hash(here) if here == item.target else None
+    if actual is None:
+        digest = hashlib.sha256()
+        _hash_existing(here, digest)
+        actual = digest.hexdigest()
     expected = item.remote.sha256
     if expected is None or actual == expected:
         verification.record(item.target, actual, item.hash_source)

@@ -49,13 +49,18 @@ def _load() -> dict[str, dict[str, object]]:
     return doc if isinstance(doc, dict) else {}
 
 
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
 def record(path: Path, sha256: str, source: str | None) -> Verification:
     """Record the hash of ``path``; ``source`` None means the hub gave none to compare."""
     entry = Verification(sha256=sha256, verified=source is not None, source=source)
     with _lock:
         doc = _load()
         doc[str(Path(path).absolute())] = {"sha256": sha256, "verified": entry.verified,
-                                           "source": source}
+                                           "source": source, "stamp": _stamp(path)}
         store = _store()
         store.parent.mkdir(parents=True, exist_ok=True)
         tmp = store.with_name(store.name + f".{os.getpid()}.tmp")
@@ -74,3 +79,14 @@ def verification_of(path: Path) -> Verification | None:
     source = item.get("source")
     return Verification(sha256=str(item["sha256"]), verified=bool(item.get("verified")),
                         source=source if isinstance(source, str) else None)
+
+
+def known_hash(path: Path) -> str | None:
+    """The recorded sha256 of ``path`` if the file is unchanged since (same size and
+    modification time), so that an accepted file is not hashed again on every pull."""
+    item = _load().get(str(Path(path).absolute()))
+    try:
+        unchanged = isinstance(item, dict) and item.get("stamp") == _stamp(path)
+    except OSError:
+        return None
+    return str(item["sha256"]) if unchanged and isinstance(item, dict) else None

@@ -218,6 +218,11 @@ def test_an_existing_file_is_hashed_before_it_is_accepted(hub: HostileHub, paylo
     assert again.bytes_downloaded == 0 and hub.served(NAME) == served
     record = verification_of(target)
     assert record is not None and record.verified
+    with open(target, "r+b") as f:  # changed in place: same size, new bytes
+        f.seek(SIZE // 2)
+        f.write(b"tampered")
+    third = download(f"{REPO}:Q4_K_M")
+    assert third.bytes_downloaded == SIZE and _sha(target) == _sha(payload)
 
 
 def test_a_catalog_entry_with_an_unsafe_path_never_names_a_file(outside: Path) -> None:
