@@ -9,8 +9,9 @@ whole vocabulary, by a child process that loads the vocabulary only; a grammar i
 finish within ``timeout_s`` (or that crashes it) is refused with a 400, and the child is
 replaced. The engine thread only ever sees grammars that passed.
 
-Run as ``python -m engine.server.grammar_probe MODEL.gguf``: one JSON line per grammar on
-stdin, one JSON answer per line on stdout.
+The child is ``loadout serve --grammar-checker MODEL.gguf`` (also in a frozen bundle; or
+``python -m engine.server.grammar_probe MODEL.gguf``): one JSON line per grammar on stdin,
+one JSON answer per line on stdout.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import threading
 import time
 from typing import IO, Any
 
+from engine.engine_select import loadout_command
 from engine.server.grammar_budget import BudgetExceeded
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,7 @@ class GrammarProbe:
     def _ensure(self) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "engine.server.grammar_probe", self.model_path],
+                [*loadout_command(), "serve", "--grammar-checker", self.model_path],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 text=True, encoding="utf-8", env={**os.environ, "GGML_NO_BACKTRACE": "1"})
             ready = _read_line(self._proc.stdout, 60.0)

@@ -66,6 +66,10 @@ def register(sub: Any) -> None:
                    help="another name accepted as the request's model (repeatable)")
     p.add_argument("--ready-json", action="store_true",
                    help="print the ready line (URL, generated key) as one JSON document")
+    # the server's own grammar checker child (engine.server.grammar_probe), started this way
+    # so that a frozen bundle, which has no "python -m", can start it too
+    p.add_argument("--grammar-checker", default=None, metavar="MODEL",
+                   help=argparse.SUPPRESS)
 
 
 def _spec(args: argparse.Namespace, model_path: Path) -> Any:
@@ -122,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
     from engine.models import resolve_local_model
     from engine.server.runner import ServeOptions, serve
 
+    if args.grammar_checker:
+        from engine.server import grammar_probe
+
+        return grammar_probe.main([args.grammar_checker])
     path = resolve_local_model(args.model)
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
