@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.launch import LaunchSpec
+from engine.server.security import API_KEY_ENV
 
 log = logging.getLogger(__name__)
 
@@ -121,12 +122,16 @@ def write_spec(spec: LaunchSpec, folder: Path) -> Path:
 
 def serve_arguments(spec_file: Path, model_path: str, binding: Binding, port: int
                     ) -> list[str]:
-    """The engine's arguments (after ``sys.executable``)."""
-    args = ["-m", "loadout", "serve", model_path, "--launch-spec", str(spec_file),
+    """The engine's arguments (after ``sys.executable``). The key is not among them: it
+    goes through the environment (:func:`key_environment`), out of other users' sight."""
+    return ["-m", "loadout", "serve", model_path, "--launch-spec", str(spec_file),
             "--host", binding.host, "--port", str(port), "--ready-json"]
-    if binding.api_key:
-        args += ["--api-key", binding.api_key]
-    return args
+
+
+def key_environment(binding: Binding) -> dict[str, str]:
+    """The environment variables that hand the engine its API key (empty: no key, even if
+    the app's own environment names one)."""
+    return {API_KEY_ENV: binding.api_key or ""}
 
 
 def python_executable() -> str:

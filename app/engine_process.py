@@ -25,6 +25,7 @@ from app.engine_launch import (
     LOOPBACK,
     Binding,
     free_port,
+    key_environment,
     python_executable,
     serve_arguments,
     write_spec,
@@ -102,6 +103,8 @@ class EngineProcess(QObject):
         # ggml's abort would attach gdb: seconds of frames that push the cause (a lost
         # RPC worker, a failed assert) out of the log lines the app reads
         env.insert("GGML_NO_BACKTRACE", "1")
+        for name, value in key_environment(wanted).items():  # never on the command line
+            env.insert(name, value)
         process.setProcessEnvironment(env)
         process.setWorkingDirectory(root)
         process.readyReadStandardOutput.connect(self._on_process_stdout)
@@ -111,8 +114,7 @@ class EngineProcess(QObject):
         self._process = process
         self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=wanted.api_key)
         args = serve_arguments(spec_file, spec.model_path, wanted, self.port)
-        log.info("starting the engine: %s %s", python_executable(), " ".join(
-            a if a != wanted.api_key else "***" for a in args))
+        log.info("starting the engine: %s %s", python_executable(), " ".join(args))
         self._set_state("loading")
         self.sig_load_progressed.emit(0.0)
         process.start(python_executable(), wrapper_arguments() + args)

@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from engine.errors import EngineError
@@ -345,10 +346,65 @@ def remote_device(name: str) -> int | None:
     return _REMOTE_DEVICES.get(name)
 
 
+DEFAULT_CACHE_MAX_BYTES = 20 << 30
+CACHE_PRUNE_EVERY_S = 2.0
+
+
+def prune_cache(folder: Path, max_bytes: int) -> int:
+    """Remove the least recently used files of ``folder`` until it holds at most
+    ``max_bytes``. Returns the bytes removed.
+
+    The RPC server keeps every large tensor a main sends in its cache folder, without any
+    bound; a file removed here is simply sent again by the next main that needs it.
+    """
+    entries = []
+    for path in folder.rglob("*"):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if path.is_file():
+            entries.append((max(st.st_atime, st.st_mtime), st.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, path in sorted(entries):
+        if total - removed <= max_bytes:
+            break
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        removed += size
+    if removed:
+        log.info("RPC cache: removed %d bytes to stay under %d", removed, max_bytes)
+    return removed
+
+
+def _keep_cache_bounded(folder: Path, max_bytes: int) -> None:
+    """Prune ``folder`` now and then every few seconds, on a daemon thread."""
+    import threading
+
+    def loop() -> None:
+        while True:
+            try:
+                prune_cache(folder, max_bytes)
+            except OSError:
+                log.warning("RPC cache: could not prune %s", folder, exc_info=True)
+            time.sleep(CACHE_PRUNE_EVERY_S)
+
+    folder.mkdir(parents=True, exist_ok=True)
+    prune_cache(folder, max_bytes)
+    threading.Thread(target=loop, name="loadout-rpc-cache", daemon=True).start()
+
+
 def serve_worker(host: str, port: int, device_names: list[str] | None = None,
                  threads: int | None = None, cache_dir: str | None = None,
-                 allow_remote: bool = False) -> None:
+                 allow_remote: bool = False,
+                 cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES) -> None:
     """Serve this machine's devices to mains over RPC. Blocks until the process ends.
+
+    ``cache_dir``: keep received tensors there (so a main that loads the same model again
+    sends only their hashes), at most ``cache_max_bytes`` of them.
 
     Raises:
         RemoteBindRefused: ``host`` is not loopback and ``allow_remote`` is False.
@@ -385,6 +441,8 @@ def serve_worker(host: str, port: int, device_names: list[str] | None = None,
         n_threads = os.cpu_count() or 1
     log.warning("RPC worker on %s:%d serving %s — the protocol is unauthenticated: LAN only",
                 host, port, ", ".join(wanted))
+    if cache_dir:
+        _keep_cache_bounded(Path(cache_dir), cache_max_bytes)
     _rpc_lib().ggml_backend_rpc_start_server(
         endpoint, cache_dir.encode() if cache_dir else None, n_threads, len(handles), array)
 

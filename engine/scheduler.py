@@ -28,6 +28,7 @@ from engine.native.sampler import SamplerChain
 from engine.native.tokens import Detokenizer, Vocab
 from engine.requests import Chunk, RequestHandle, SamplingParams
 from engine.speculative import Drafter, NgramDrafter, Run, SpecState
+from engine.stop_strings import StopMatcher
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class Slot:
     detok: Detokenizer | None = None
     timer: RequestTimer | None = None
     guard: LoopGuard | None = None
+    stops: StopMatcher | None = None
     text: str = ""
     emitted: int = 0
     generated: int = 0
@@ -142,6 +144,7 @@ class Scheduler:
         slot.timer.prompt_tokens = len(item.prompt)
         slot.timer.cached_tokens = reuse
         slot.guard = LoopGuard() if params.loop_guard != "off" else None
+        slot.stops = StopMatcher(params.stop) if params.stop else None
         slot.text, slot.emitted, slot.generated = "", 0, 0
         slot.pending, slot.retried = None, False
         mode = params.spec_mode if params.spec_mode is not None else self.spec_mode
@@ -309,10 +312,11 @@ class Scheduler:
             self._finish(slot, "stop", token_ids=(token,))
             return False
         assert slot.detok is not None
-        slot.text += slot.detok.feed(token)
+        piece = slot.detok.feed(token)
+        slot.text += piece
         if self._check_loop(slot, token):
             return False
-        finish = self._stop_or_length(slot)
+        finish = self._stop_or_length(slot, piece)
         out, slot.emitted = self._emittable(slot, finish)
         if finish is not None:
             self._finish(slot, finish, text=out, token_ids=(token,))
@@ -361,15 +365,12 @@ class Scheduler:
         slot.handle.push(Chunk(text, (token,), None, slot.timer.snapshot(),
                                loop_guard="retried"))
 
-    def _stop_or_length(self, slot: Slot) -> str | None:
+    def _stop_or_length(self, slot: Slot, piece: str) -> str | None:
         assert slot.params is not None
-        stops = slot.params.stop
-        if stops:
-            lookback = max(len(s) for s in stops)
-            start = max(0, slot.emitted - lookback)
-            hits = [i for i in (slot.text.find(s, start) for s in stops) if i >= 0]
-            if hits:
-                slot.text = slot.text[:min(hits)]
+        if slot.stops is not None and piece:
+            hit = slot.stops.feed(piece)
+            if hit is not None:
+                slot.text = slot.text[:hit]
                 return "stop"
         if slot.generated >= slot.params.max_tokens:
             return "length"
@@ -378,8 +379,8 @@ class Scheduler:
     def _emittable(self, slot: Slot, finish: str | None) -> tuple[str, int]:
         """Text that can go out now: all at the end, else all but a possible stop prefix."""
         end = len(slot.text)
-        if finish is None and slot.params is not None and slot.params.stop:
-            end -= _held_back(slot.text, slot.params.stop)
+        if finish is None and slot.stops is not None:
+            end -= slot.stops.held
         end = max(end, slot.emitted)
         return slot.text[slot.emitted:end], end
 
@@ -403,7 +404,7 @@ class Scheduler:
             # a half-filled prompt: keep only what was really decoded
             slot.tokens = slot.prompt[:slot.n_prompt_done]
         slot.state, slot.handle, slot.sampler, slot.detok = "idle", None, None, None
-        slot.pending, slot.guard, slot.params = None, None, None
+        slot.pending, slot.guard, slot.params, slot.stops = None, None, None, None
         slot.spec = None
 
     # -- status and teardown --------------------------------------------------------------
@@ -437,13 +438,3 @@ class Scheduler:
             drafter.free()
         self.batch.free()
 
-
-def _held_back(text: str, stops: tuple[str, ...]) -> int:
-    """Length of the longest suffix of ``text`` that begins some stop string."""
-    best = 0
-    for s in stops:
-        for k in range(min(len(s) - 1, len(text)), best, -1):
-            if text.endswith(s[:k]):
-                best = k
-                break
-    return best

@@ -5,8 +5,13 @@
 carries that plan out. Bytes go to ``NAME.part`` beside the target (or the hub cache's
 ``blobs/SHA.incomplete``, as huggingface_hub names them) with a small state file under
 ``paths().data / "downloads"``, so a paused or interrupted download continues where it
-stopped, also after a restart. Each file's sha256 is checked against the hub's LFS hash;
-a file that does not match is removed.
+stopped, also after a restart. Each file's sha256 is computed and checked against the
+hub's (the listing's LFS id, else the file's ``X-Linked-Etag``); a file that does not match
+is removed, a file for which the hub gives no hash is kept and recorded as unverified
+(:mod:`engine.hub.verification`). A file already at the target is hashed before it is
+accepted. Every path, revision and id the hub sends is checked before it names a file
+(:mod:`engine.hub.hub_ids`), and a body that ends early is retried a bounded number of
+times, with a growing pause.
 """
 
 from __future__ import annotations
@@ -25,8 +30,15 @@ from pathlib import Path
 
 from huggingface_hub import constants
 
-from engine.hub import hubapi
-from engine.hub.errors import BadSpecError, HubOfflineError, IntegrityError, NotEnoughDiskError
+from engine.hub import hubapi, verification
+from engine.hub.errors import (
+    BadSpecError,
+    HubOfflineError,
+    IntegrityError,
+    NotEnoughDiskError,
+    UnsafeHubDataError,
+)
+from engine.hub.hub_ids import inside, safe_repo_path
 from engine.hub.locks import exclusive
 from engine.hub.pullspec import choose_files, parse_pull_spec
 from engine.paths import paths
@@ -36,6 +48,8 @@ log = logging.getLogger(__name__)
 DISK_MARGIN = 512 << 20        # keep this much free beyond the download
 BLOCK = 1 << 20
 RETRIES = 3                    # connection drops survived per file before giving up
+BACKOFF_S = 0.25               # the pause before a retry, doubled each time ...
+BACKOFF_MAX_S = 4.0            # ... up to this
 
 
 class Destination(StrEnum):
@@ -58,6 +72,7 @@ class DownloadItem:
     target: Path
     partial: Path
     have_bytes: int
+    hash_source: str | None = "listing"  # where remote.sha256 came from (None: nowhere)
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,7 @@ class DownloadResult:
     model_path: Path
     files: tuple[Path, ...]
     bytes_downloaded: int    # in this call
+    unverified: tuple[Path, ...] = ()  # kept, but the hub gave no sha256 to check them by
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -118,13 +134,26 @@ def _hub_cache() -> Path:
 
 def _paths_for(remote: hubapi.RemoteFile, destination: Destination,
                commit: str | None) -> tuple[Path, Path]:
+    """Target and partial file of ``remote``, both checked to stay in the destination.
+
+    Raises:
+        UnsafeHubDataError: the repo, path or revision would lead outside it.
+    """
+    hubapi.check_repo_id(remote.repo)
+    if safe_repo_path(remote.path) is None:
+        raise UnsafeHubDataError(f"{remote.repo}: unsafe file path {remote.path[:100]!r}")
     if destination is Destination.MODELS:
-        target = paths().models / remote.repo / remote.path
-        return target, target.with_name(target.name + ".part")
-    repo_dir = _hub_cache() / ("models--" + remote.repo.replace("/", "--"))
-    blob = repo_dir / "blobs" / (remote.sha256 or hashlib.sha256(remote.path.encode()).hexdigest())
-    target = repo_dir / "snapshots" / (commit or remote.revision) / remote.path
-    return target, blob.with_name(blob.name + ".incomplete")
+        base = paths().models
+        target = base / remote.repo / remote.path
+        partial = target.with_name(target.name + ".part")
+    else:
+        base = _hub_cache()
+        repo_dir = base / ("models--" + remote.repo.replace("/", "--"))
+        blob = repo_dir / "blobs" / (remote.sha256
+                                     or hashlib.sha256(remote.path.encode()).hexdigest())
+        target = repo_dir / "snapshots" / (commit or remote.revision) / remote.path
+        partial = blob.with_name(blob.name + ".incomplete")
+    return inside(target, base), inside(partial, base)
 
 
 def _state_path(partial: Path) -> Path:
@@ -152,15 +181,28 @@ def plan_download(spec: str, destination: Destination = Destination.MODELS,
     commit = hubapi.head_file(repo, group.first.path, timeout=timeout).commit \
         if destination is Destination.HUB_CACHE else None
     items = []
-    for remote in group.files:
+    for listed in group.files:
+        remote, source = _with_hash(listed, timeout)
         target, partial = _paths_for(remote, destination, commit)
         have = partial.stat().st_size if partial.exists() and _state_matches(partial, remote) \
             else 0
         items.append(DownloadItem(remote=remote, target=target, partial=partial,
-                                  have_bytes=min(have, remote.size)))
+                                  have_bytes=min(have, remote.size), hash_source=source))
     folder = items[0].partial.parent
     return DownloadPlan(repo=repo, quant=group.quant or quant, destination=destination,
                         items=tuple(items), commit=commit, free_bytes=_free_bytes(folder))
+
+
+def _with_hash(remote: hubapi.RemoteFile, timeout: float
+               ) -> tuple[hubapi.RemoteFile, str | None]:
+    """``remote`` with the sha256 to check it by, and where that came from: the listing's
+    LFS id, else the file's ``X-Linked-Etag`` (None: the hub gives none)."""
+    if remote.sha256 is not None:
+        return remote, "listing"
+    etag = hubapi.head_file(remote.repo, remote.path, remote.revision, timeout).sha256
+    if etag is None:
+        return remote, None
+    return replace(remote, sha256=etag), "etag"
 
 
 def _state_matches(partial: Path, remote: hubapi.RemoteFile) -> bool:
@@ -213,19 +255,50 @@ def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
 def _download_locked(plan: DownloadPlan, progress: ProgressCallback | None,
                      cancel: threading.Event | None, timeout: float) -> DownloadResult:
     meter = _Meter(plan, progress)
+    unverified: list[Path] = []
     for index, item in enumerate(plan.items):
         meter.file_index = index
-        if _present(item):
+        if _present(item) and _existing_matches(item):
             if plan.destination is Destination.HUB_CACHE:
                 _link(item, plan)  # the blob may be another snapshot's (or another tool's)
-            continue
-        if not _fetch_file(item, meter, cancel, timeout):
-            return DownloadResult(Status.PAUSED, plan.model_path,
-                                  tuple(i.target for i in plan.items), meter.session_bytes)
-        _finish(item, plan)
+        else:
+            digest = _fetch_file(item, meter, cancel, timeout)
+            if digest is None:
+                return DownloadResult(Status.PAUSED, plan.model_path,
+                                      tuple(i.target for i in plan.items),
+                                      meter.session_bytes)
+            _finish(item, plan)
+            verification.record(item.target, digest, item.hash_source)
+        if item.hash_source is None:
+            unverified.append(item.target)
     meter.report(force=True)
     return DownloadResult(Status.COMPLETE, plan.model_path,
-                          tuple(i.target for i in plan.items), meter.session_bytes)
+                          tuple(i.target for i in plan.items), meter.session_bytes,
+                          tuple(unverified))
+
+
+def _existing_matches(item: DownloadItem) -> bool:
+    """Whether the file already here has the hub's hash (it is hashed, never assumed).
+
+    A file that does not match is removed, to be downloaded again; one the hub gives no
+    hash for is accepted and recorded as unverified.
+    """
+    blob = _blob_of(item)
+    here = item.target if item.target.exists() and item.target.stat().st_size == \
+        item.remote.size else blob
+    actual = verification.known_hash(here) if here == item.target else None
+    if actual is None:
+        digest = hashlib.sha256()
+        _hash_existing(here, digest)
+        actual = digest.hexdigest()
+    expected = item.remote.sha256
+    if expected is None or actual == expected:
+        verification.record(item.target, actual, item.hash_source)
+        return True
+    log.warning("%s: the file already here has sha256 %s..., not the hub's %s...; "
+                "downloading it again", here, actual[:12], expected[:12])
+    here.unlink(missing_ok=True)
+    return False
 
 
 class _Meter:
@@ -261,9 +334,20 @@ def _hash_existing(partial: Path, digest: hashlib._Hash) -> int:
     return partial.stat().st_size
 
 
+def _backoff(attempt: int) -> float:
+    return float(min(BACKOFF_MAX_S, BACKOFF_S * 2.0 ** (attempt - 1)))
+
+
 def _fetch_file(item: DownloadItem, meter: _Meter, cancel: threading.Event | None,
-                timeout: float) -> bool:
-    """Download one file into its partial; False if cancelled (partial kept)."""
+                timeout: float) -> str | None:
+    """Download one file into its partial and check it; its sha256, or None if cancelled
+    (partial kept).
+
+    Raises:
+        HubOfflineError: the connection dropped, or the body ended early, more than
+            ``RETRIES`` times (the partial is kept for a resume).
+        IntegrityError: the bytes do not have the hub's sha256 (the partial is removed).
+    """
     remote = item.remote
     item.partial.parent.mkdir(parents=True, exist_ok=True)
     if not (item.partial.exists() and _state_matches(item.partial, remote)):
@@ -278,7 +362,7 @@ def _fetch_file(item: DownloadItem, meter: _Meter, cancel: threading.Event | Non
     with open(item.partial, "ab") as out:
         while have < remote.size:
             if cancel is not None and cancel.is_set():
-                return False
+                return None
             try:
                 have = _stream(remote, have, out, digest, meter, cancel, timeout)
             except HubOfflineError:
@@ -288,11 +372,22 @@ def _fetch_file(item: DownloadItem, meter: _Meter, cancel: threading.Event | Non
                 if drops > RETRIES or hubapi.is_offline():
                     raise
                 log.warning("%s: connection lost at %d bytes; resuming", remote.path, have)
-                time.sleep(min(2.0, 0.25 * drops))
+                time.sleep(_backoff(drops))
+                continue
+            if have < remote.size and not (cancel is not None and cancel.is_set()):
+                drops += 1  # the body ended before the file did
+                if drops > RETRIES:
+                    raise HubOfflineError(
+                        f"{remote.path}: the hub ended the file early {drops} times "
+                        f"({have} of {remote.size} bytes are kept; run again to resume)")
+                log.warning("%s: the body ended at %d of %d bytes; resuming", remote.path,
+                            have, remote.size)
+                time.sleep(_backoff(drops))
     if cancel is not None and cancel.is_set() and have < remote.size:
-        return False
-    _verify(item, digest.hexdigest())
-    return True
+        return None
+    sha256 = digest.hexdigest()
+    _verify(item, sha256)
+    return sha256
 
 
 def _stream(remote: hubapi.RemoteFile, have: int, out: object, digest: hashlib._Hash,
@@ -316,6 +411,8 @@ def _stream(remote: hubapi.RemoteFile, have: int, out: object, digest: hashlib._
 def _verify(item: DownloadItem, sha256: str) -> None:
     expected = item.remote.sha256
     if expected is not None and sha256 != expected.lower():
+        log.warning("%s: sha256 %s differs from the hub's %s", item.remote.path, sha256,
+                    expected)
         item.partial.unlink(missing_ok=True)
         _state_path(item.partial).unlink(missing_ok=True)
         raise IntegrityError(f"{item.remote.path}: sha256 {sha256[:12]}... differs from the "

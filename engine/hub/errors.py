@@ -35,3 +35,7 @@ class LibraryError(HubError, PermissionError):
 
 class DownloadInProgressError(HubError, BlockingIOError):
     """The same file is being downloaded right now (by this or another Loadout process)."""
+
+
+class UnsafeHubDataError(HubError, ValueError):
+    """The hub sent a path, revision or id that could lead outside the download folder."""

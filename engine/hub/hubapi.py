@@ -33,6 +33,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils._headers import build_hf_headers
 
 from engine.hub.errors import BadSpecError, HubError, HubNotFoundError, HubOfflineError
+from engine.hub.hub_ids import check_commit, check_revision, safe_repo_path, sha256_or_none
 
 try:  # huggingface_hub 2.x speaks httpx2; 1.x spoke httpx
     import httpx2 as http_lib
@@ -93,6 +94,11 @@ class FileMeta:
     commit: str | None
     location: str           # where the bytes are (after hub redirects)
 
+    @property
+    def sha256(self) -> str | None:
+        """The file's sha256 when the etag is one (LFS files), else None."""
+        return sha256_or_none(self.etag)
+
 
 def file_url(repo: str, path: str, revision: str = "main") -> str:
     """The ``/resolve`` URL of a file at the current endpoint."""
@@ -125,8 +131,13 @@ def call(what: str, fn: Callable[[], T]) -> T:
 
 def list_files(repo: str, revision: str = "main",
                timeout: float = DEFAULT_TIMEOUT_S) -> tuple[RemoteFile, ...]:
-    """Every file of ``repo`` at ``revision`` with sizes and sha256 (one paginated listing)."""
+    """Every file of ``repo`` at ``revision`` with sizes and sha256 (one paginated listing).
+
+    Entries whose path, size or hash is unsafe or malformed are left out (and logged):
+    nothing the hub names can lead outside the folder a download writes to.
+    """
     check_repo_id(repo)
+    check_revision(revision)
     url: str | None = (f"{endpoint()}/api/models/{repo}/tree/{quote(revision, safe='')}"
                        "?recursive=true")
     files: list[RemoteFile] = []
@@ -139,14 +150,31 @@ def list_files(repo: str, revision: str = "main",
 
     while url is not None:
         response = call(f"listing {repo}", lambda u=url: fetch(u))  # type: ignore[misc]
-        for item in response.json():
-            if item.get("type") != "file":
+        listing = response.json()
+        for item in listing if isinstance(listing, list) else ():
+            if not isinstance(item, dict) or item.get("type") != "file":
                 continue
-            lfs = item.get("lfs") or {}
-            files.append(RemoteFile(repo=repo, path=str(item["path"]), size=int(item["size"]),
-                                    sha256=lfs.get("oid"), revision=revision))
+            remote = _listed_file(repo, revision, item)
+            if remote is None:
+                log.warning("%s: ignoring a listed file with an unsafe or malformed entry: "
+                            "%.200r", repo, item)
+                continue
+            files.append(remote)
         url = response.links.get("next", {}).get("url")
     return tuple(files)
+
+
+def _listed_file(repo: str, revision: str, item: dict[str, Any]) -> RemoteFile | None:
+    """The RemoteFile a listing entry describes, or None when any part of it is unsafe."""
+    path = safe_repo_path(item.get("path"))
+    size = item.get("size")
+    lfs = item.get("lfs")
+    oid = lfs.get("oid") if isinstance(lfs, dict) else None
+    sha256 = sha256_or_none(oid)
+    if path is None or isinstance(size, bool) or not isinstance(size, int) or size < 0 \
+            or (oid is not None and sha256 is None):
+        return None
+    return RemoteFile(repo=repo, path=path, size=size, sha256=sha256, revision=revision)
 
 
 def head_file(repo: str, path: str, revision: str = "main",
@@ -157,7 +185,8 @@ def head_file(repo: str, path: str, revision: str = "main",
         file_url(repo, path, revision), timeout=timeout, endpoint=endpoint()))
     if meta.size is None:
         raise HubError(f"{repo}/{path}: the hub did not say how large the file is")
-    return FileMeta(size=int(meta.size), etag=meta.etag, commit=meta.commit_hash,
+    commit = check_commit(meta.commit_hash) if meta.commit_hash is not None else None
+    return FileMeta(size=int(meta.size), etag=meta.etag, commit=commit,
                     location=str(meta.location))
 
 

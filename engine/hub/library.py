@@ -74,6 +74,16 @@ class LibraryEntry:
         """Only Loadout's own downloads may be deleted."""
         return self.source is Source.LOADOUT
 
+    @property
+    def verified(self) -> bool | None:
+        """Whether Loadout downloaded this file and checked it against the hub's sha256:
+        True verified, False downloaded without a hash to check (unverified), None not
+        downloaded by Loadout."""
+        from engine.hub.verification import verification_of
+
+        record = verification_of(self.path)
+        return None if record is None else record.verified
+
 
 def default_roots() -> tuple[Root, ...]:
     """The folders scanned by default, for this user."""

@@ -10,10 +10,13 @@ thread per request). The app answers while the model loads: ``/health`` says 503
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
+import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -29,12 +32,16 @@ from engine.server import openai_responses as docs
 from engine.server import openai_schema as oa
 from engine.server import sse
 from engine.server import tools as toolcalls
+from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
-from engine.server.openai_schema import ApiError
+from engine.server.grammar_budget import BudgetExceeded
+from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
+from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.security import (
     AuthMiddleware,
     BodyLimitMiddleware,
     BodyTooLarge,
+    LocalGuardMiddleware,
     SecurityPolicy,
 )
 from engine.server.server_metrics import ServerMetrics
@@ -46,8 +53,19 @@ ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/com
                        "/metrics", "/v1/loadout/status"})
 
 
+class _JSONResponse(JSONResponse):
+    """JSON that always encodes: a lone surrogate a client sent (and an error message
+    quotes back) is written as a JSON escape instead of failing the answer."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def _json(doc: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    return JSONResponse(doc, status_code=status, headers=dict(headers or {}))
+    return _JSONResponse(doc, status_code=status, headers=dict(headers or {}))
 
 
 async def _read_json(request: Request) -> Any:
@@ -55,22 +73,61 @@ async def _read_json(request: Request) -> Any:
         raw = await request.body()
     except BodyTooLarge as exc:
         raise ApiError(413, "request body too large", code="request_too_large") from exc
+    except BodyTimeout as exc:
+        raise ApiError(408, "the request body did not arrive in time",
+                       code="request_timeout") from exc
     if not raw:
         raise ApiError(400, "empty request body; send a JSON object", code="invalid_json")
     try:
         return json.loads(raw)
+    except RecursionError as exc:
+        raise ApiError(400, "the JSON nests too deeply", code="json_too_deep") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"malformed JSON: {exc}", code="invalid_json") from exc
 
 
-def _routes(ctx: GenContext) -> list[Route]:
+Parser = Callable[[Any, ServedModel, RequestLimits], ParsedRequest]
+
+
+async def _parse(parser: Parser, body: Any, served: ServedModel,
+                 limits: RequestLimits) -> ParsedRequest:
+    """Check a body off the event loop (a JSON schema's grammar is built here), in bounded
+    time: past ``compile_timeout_s`` the request is refused and the loop never waited."""
+    work = asyncio.to_thread(functools.partial(parser, body, served, limits))
+    timeout = limits.grammar.compile_timeout_s
+    try:
+        return await asyncio.wait_for(work, timeout)
+    except TimeoutError as exc:
+        raise ApiError(400, f"the request's grammar took longer than {timeout:g} s to build "
+                            "(compile_timeout_s)", param="response_format",
+                       code="grammar_too_large") from exc
+
+
+async def _probe_grammar(state: ServerState, parsed: ParsedRequest) -> None:
+    """Try the request's grammar in the checker process before the engine thread sees it."""
+    grammar = parsed.generation.params.grammar
+    probe = state.grammar_probe
+    if grammar is None or probe is None:
+        return
+    try:
+        await asyncio.to_thread(probe.check, grammar, parsed.grammar_field)
+    except BudgetExceeded as exc:
+        raise oa.over_budget(exc) from exc
+    except ValueError as exc:
+        raise ApiError(400, str(exc), param=parsed.grammar_field,
+                       code="invalid_grammar") from exc
+    except (OSError, RuntimeError):  # the checker itself failed: the engine still copes
+        log.warning("the grammar checker failed; using the grammar unchecked", exc_info=True)
+
+
+def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
     state = ctx.state
 
     async def health(request: Request) -> Response:
         if state.state == "ready":
             return _json({"status": "ok"})
-        if state.state == "error":
-            return _json({"status": "error", "error": state.load_error}, 500)
+        if state.state == "error":  # the reason (it may name paths) is in the log only
+            return _json({"status": "error", "error": "the model failed to load"}, 500)
         return _json({"status": "loading", "progress": state.load_progress}, 503,
                      {"Retry-After": RETRY_AFTER_S})
 
@@ -81,8 +138,9 @@ def _routes(ctx: GenContext) -> list[Route]:
     async def chat(request: Request) -> Response:
         body = await _read_json(request)
         _, served = state.require()
-        parsed = oa.parse_chat(body, served)
-        gen = Generation(ctx, parsed, "messages")
+        parsed = await _parse(oa.parse_chat, body, served, limits)
+        await _probe_grammar(state, parsed)
+        gen = await Generation.start(ctx, parsed, "messages")
         if parsed.stream:
             return sse.EventStreamResponse(chat_events(gen), gen.close)
         text, last = await gen.collect(request)
@@ -97,8 +155,9 @@ def _routes(ctx: GenContext) -> list[Route]:
     async def completions(request: Request) -> Response:
         body = await _read_json(request)
         _, served = state.require()
-        parsed = oa.parse_completion(body, served)
-        gen = Generation(ctx, parsed, "prompt")
+        parsed = await _parse(oa.parse_completion, body, served, limits)
+        await _probe_grammar(state, parsed)
+        gen = await Generation.start(ctx, parsed, "prompt")
         if parsed.stream:
             return sse.EventStreamResponse(completion_events(gen), gen.close)
         text, last = await gen.collect(request)
@@ -178,18 +237,22 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    log.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    err = ApiError(500, f"internal error: {type(exc).__name__}: {exc}", code="internal_error")
-    if isinstance(exc, EngineError):
-        err.code = "engine_error"
+    # the details go to the log under a reference; the client sees the reference only
+    ref = secrets.token_hex(4)
+    log.error("unexpected error %s on %s %s", ref, request.method, request.url.path,
+              exc_info=exc)
+    err = ApiError(500, f"internal error (reference {ref} in the server log)",
+                   code="engine_error" if isinstance(exc, EngineError) else "internal_error")
     return _json(err.to_json(), 500)
 
 
-def build_app(state: ServerState, policy: SecurityPolicy) -> Starlette:
+def build_app(state: ServerState, policy: SecurityPolicy,
+              limits: RequestLimits = DEFAULT_REQUEST_LIMITS,
+              connections: ConnectionLimits | None = None) -> Starlette:
     """The ASGI app serving ``state``'s engine under ``policy``.
 
-    Middleware, outermost first: CORS (only with origins), request counting, body size
-    limit, API key.
+    Middleware, outermost first: CORS (only with origins), request counting, the local
+    guard (Host, Origin, content type), body read timeout, body size limit, API key.
     """
     metrics = ServerMetrics(state.engine_status)
     ctx = GenContext(state=state, metrics=metrics)
@@ -200,9 +263,12 @@ def build_app(state: ServerState, policy: SecurityPolicy) -> Starlette:
             allow_methods=["GET", "POST", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
     middleware += [Middleware(_CountRequests, metrics=metrics),
+                   Middleware(LocalGuardMiddleware, policy=policy),
+                   Middleware(BodyTimeoutMiddleware,
+                              timeout_s=(connections or ConnectionLimits()).body_timeout_s),
                    Middleware(BodyLimitMiddleware, limit=policy.max_body_bytes),
                    Middleware(AuthMiddleware, policy=policy)]
-    app = Starlette(routes=_routes(ctx), middleware=middleware,
+    app = Starlette(routes=_routes(ctx, limits), middleware=middleware,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.server = state

@@ -3,6 +3,7 @@ counted in the metrics, and cancelled when its client leaves."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -63,15 +64,25 @@ class Generation:
             fit (400).
     """
 
-    def __init__(self, ctx: GenContext, parsed: ParsedRequest, param: str) -> None:
+    def __init__(self, ctx: GenContext, parsed: ParsedRequest, param: str,
+                 handle: RequestHandle | None = None) -> None:
         engine, self.served = ctx.state.require()
         self.ctx = ctx
         self.parsed = parsed
-        self.handle = _submit(engine, parsed.generation, param)
+        self.handle = handle if handle is not None else _submit(engine, parsed.generation,
+                                                                param)
         self.created = int(time.time())
         self._recorded = False
         ctx.state.in_flight += 1
         ctx.metrics.in_flight.set(ctx.state.in_flight)
+
+    @classmethod
+    async def start(cls, ctx: GenContext, parsed: ParsedRequest, param: str) -> Generation:
+        """Submit off the event loop (rendering and tokenizing a prompt of megabytes takes
+        a while), then count the request in flight on the loop."""
+        engine, _ = ctx.state.require()
+        handle = await asyncio.to_thread(_submit, engine, parsed.generation, param)
+        return cls(ctx, parsed, param, handle)
 
     def finished(self, chunk: Chunk | None) -> None:
         if self._recorded:

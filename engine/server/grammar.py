@@ -2,7 +2,9 @@
 enforced token by token by llama.cpp's grammar sampler rather than hoped for.
 
 The conversion itself is llama-cpp-python's ``json_schema_to_gbnf``; this module wraps it
-with our error type and builds the schemas for ``json_object`` and tool calls.
+with our error type and builds the schemas for ``json_object`` and tool calls. Every schema
+is checked against the :class:`~engine.server.grammar_budget.GrammarLimits` before it is
+converted, and the grammar it converts to after.
 """
 
 from __future__ import annotations
@@ -12,25 +14,35 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.server.grammar_budget import (
+    DEFAULT_LIMITS,
+    BudgetExceeded,
+    GrammarLimits,
+    SchemaNotSupported,
+    check_gbnf,
+    check_schema,
+)
+
 log = logging.getLogger(__name__)
 
 
-class SchemaNotSupported(ValueError):
-    """A JSON schema the grammar converter cannot turn into a grammar."""
-
-
-def schema_to_gbnf(schema: Mapping[str, Any], prop_order: Sequence[str] = ()) -> str:
+def schema_to_gbnf(schema: Mapping[str, Any], prop_order: Sequence[str] = (),
+                   limits: GrammarLimits = DEFAULT_LIMITS, field: str = "schema") -> str:
     """The GBNF grammar whose sentences are exactly the JSON documents valid for ``schema``.
 
     Args:
         schema: a JSON schema (local ``$ref``s allowed; remote ones are refused).
         prop_order: property names to emit first, in this order.
+        limits: the budget the schema and its grammar must fit.
+        field: the request field the schema came from (named in errors).
 
     Raises:
+        BudgetExceeded: the schema, or the grammar it converts to, is over a limit.
         SchemaNotSupported: the schema uses something the converter does not handle.
     """
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
+    check_schema(schema, limits, field=field)
     try:
         text = json.dumps(_bounded(schema))
         grammar = str(json_schema_to_gbnf(text, list(prop_order)))
@@ -38,7 +50,9 @@ def schema_to_gbnf(schema: Mapping[str, Any], prop_order: Sequence[str] = ()) ->
         raise SchemaNotSupported(f"cannot build a grammar from this JSON schema: {exc}") from exc
     # Inside a JSON string a pattern's "." must not produce a bare quote, backslash or
     # control character, or the document would not parse.
-    return grammar.replace(_CONVERTER_DOT, _JSON_STRING_DOT)
+    grammar = grammar.replace(_CONVERTER_DOT, _JSON_STRING_DOT)
+    check_gbnf(grammar, limits, field=field, max_bytes=limits.max_converted_bytes)
+    return grammar
 
 
 _CONVERTER_DOT = "dot ::= [^\\x0A\\x0D]"
@@ -129,6 +143,12 @@ def tool_call_schema(tools: Sequence[Mapping[str, Any]],
     return {"anyOf": alternatives}
 
 
-def tool_call_gbnf(tools: Sequence[Mapping[str, Any]], only: str | None = None) -> str:
+def tool_call_gbnf(tools: Sequence[Mapping[str, Any]], only: str | None = None,
+                   limits: GrammarLimits = DEFAULT_LIMITS) -> str:
     """A grammar that forces exactly one tool call (see :func:`tool_call_schema`)."""
-    return schema_to_gbnf(tool_call_schema(tools, only), prop_order=("name", "arguments"))
+    return schema_to_gbnf(tool_call_schema(tools, only), prop_order=("name", "arguments"),
+                          limits=limits, field="tools")
+
+
+__all__ = ["BudgetExceeded", "GrammarLimits", "SchemaNotSupported", "json_object_gbnf",
+           "schema_to_gbnf", "tool_call_gbnf", "tool_call_schema"]

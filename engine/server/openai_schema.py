@@ -19,57 +19,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import EngineError
 from engine.requests import GenerationRequest, SamplingParams
 from engine.server import grammar as gbnf
+from engine.server import request_model as rm
 from engine.server import tools as toolcalls
+from engine.server.errors import ApiError, bad
+from engine.server.grammar_budget import BudgetExceeded, check_gbnf
 from engine.speculative import SPEC_MODES
 
 log = logging.getLogger(__name__)
 
+__all__ = ["ApiError", "ParsedRequest", "ServedModel", "bad", "parse_chat",
+           "parse_completion"]
+
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-MAX_STOP_SEQUENCES = 16
+MAX_STOP_SEQUENCES = rm.DEFAULT_REQUEST_LIMITS.max_stop_sequences
 MAX_DRAFT_TOKENS = 64
 LOOP_GUARD_MODES = ("stop", "retry", "off")
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                404: "invalid_request_error", 405: "invalid_request_error",
-                413: "invalid_request_error", 415: "invalid_request_error",
-                422: "invalid_request_error", 429: "rate_limit_error",
-                500: "server_error", 503: "server_error"}
-
-
-class ApiError(EngineError):
-    """A request the server answers with an OpenAI-style error document.
-
-    Attributes:
-        status: the HTTP status code.
-        param: the request field at fault, when there is one.
-        code: a short machine-readable code (``context_length_exceeded`` ...).
-        headers: extra response headers (``Retry-After`` ...).
-    """
-
-    def __init__(self, status: int, message: str, *, param: str | None = None,
-                 code: str | None = None, err_type: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.param = param
-        self.code = code
-        self.err_type = err_type or _ERROR_TYPES.get(status, "invalid_request_error")
-        self.headers = dict(headers or {})
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``{"error": {...}}`` document (``ErrorResponse`` in the OpenAI schemas)."""
-        return {"error": {"message": self.message, "type": self.err_type,
-                          "param": self.param, "code": self.code}}
-
-
-def bad(message: str, param: str | None = None, code: str = "invalid_value") -> ApiError:
-    """A 400 error about ``param``."""
-    return ApiError(400, message, param=param, code=code)
-
-
 @dataclass(frozen=True)
 class ServedModel:
     """What the server knows about the model it serves, for parsing requests.
@@ -106,8 +72,10 @@ class ParsedRequest:
         include_usage: streaming only: send a last chunk with ``usage``.
         tools: the tools whose calls are looked for in the answer (empty: none).
         echo: completions only: prepend the prompt to the answer.
-        user_grammar: the client sent its own GBNF ``grammar`` (so a grammar the engine
-            refuses is the client's error, 400, not the server's).
+        user_grammar: the grammar comes from the request (a GBNF ``grammar``, a JSON
+            schema or forced tools), so a grammar the engine refuses is the client's
+            error, 400, not the server's.
+        grammar_field: the request field the grammar came from (named in errors).
     """
 
     generation: GenerationRequest
@@ -116,15 +84,10 @@ class ParsedRequest:
     tools: tuple[Mapping[str, Any], ...] = ()
     echo: bool = False
     user_grammar: bool = False
+    grammar_field: str = "grammar"
 
 
 # ---------------------------------------------------------------- field readers
-
-
-def _require_object(body: Any) -> Mapping[str, Any]:
-    if not isinstance(body, Mapping):
-        raise bad("the request body must be a JSON object", code="invalid_json")
-    return body
 
 
 def _number(body: Mapping[str, Any], name: str, lo: float, hi: float) -> float | None:
@@ -180,8 +143,6 @@ def _stops(body: Mapping[str, Any]) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
         raise bad("'stop' must be a string or a list of strings", "stop", "invalid_type")
-    if len(items) > MAX_STOP_SEQUENCES:
-        raise bad(f"'stop' takes at most {MAX_STOP_SEQUENCES} sequences", "stop")
     return tuple(s for s in items if s)
 
 
@@ -202,19 +163,20 @@ def _unsupported(body: Mapping[str, Any]) -> None:
         raise bad("suffix is not supported", "suffix", "unsupported_value")
 
 
-def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None
-              ) -> SamplingParams:
+def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
+              limits: rm.RequestLimits) -> SamplingParams:
     """The sampling parameters named in ``body``; engine defaults for the rest."""
     base = SamplingParams()
-    max_tokens = _integer(body, "max_completion_tokens", 1)
+    max_tokens = _integer(body, "max_completion_tokens", 1, limits.max_tokens)
     if max_tokens is None:
-        max_tokens = _integer(body, "max_tokens", 1)
+        max_tokens = _integer(body, "max_tokens", 1, limits.max_tokens)
     if max_tokens is None:
-        max_tokens = model.n_ctx_per_seq  # until the context is full, as OpenAI does
+        # until the context is full, as OpenAI does (or the server's cap)
+        max_tokens = min(model.n_ctx_per_seq, limits.max_tokens)
     values: dict[str, Any] = {"max_tokens": max_tokens, "stop": _stops(body)}
     for name, lo, hi in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0),
                          ("min_p", 0.0, 1.0), ("presence_penalty", -2.0, 2.0),
-                         ("frequency_penalty", -2.0, 2.0), ("repeat_penalty", 0.0, 10.0)):
+                         ("frequency_penalty", -2.0, 2.0), ("repeat_penalty", 1e-6, 10.0)):
         number = _number(body, name, lo, hi)
         if number is not None:
             values[name] = number
@@ -242,6 +204,10 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None
         if grammar is not None:
             raise bad("'grammar' cannot be combined with response_format or forced tools",
                       "grammar")
+        try:
+            check_gbnf(extra_grammar, limits.grammar, field="grammar")
+        except BudgetExceeded as exc:
+            raise over_budget(exc) from exc
         grammar = extra_grammar
     values["grammar"] = grammar
     values.update(_speculative(body, model))
@@ -280,7 +246,13 @@ def _speculative(body: Mapping[str, Any], model: ServedModel) -> dict[str, Any]:
     return values
 
 
-def _response_format_grammar(body: Mapping[str, Any]) -> str | None:
+def over_budget(exc: BudgetExceeded) -> ApiError:
+    """The 400 for a grammar or schema over the budget (names the limit and the field)."""
+    return bad(f"{exc} (at {exc.field})", exc.field, "grammar_too_large")
+
+
+def _response_format_grammar(body: Mapping[str, Any], limits: rm.RequestLimits
+                             ) -> str | None:
     fmt = body.get("response_format")
     if fmt is None:
         return None
@@ -302,7 +274,10 @@ def _response_format_grammar(body: Mapping[str, Any]) -> str | None:
             if not isinstance(schema, Mapping):
                 raise bad("'response_format.json_schema.schema' must be an object",
                           "response_format.json_schema.schema", "invalid_type")
-            return gbnf.schema_to_gbnf(schema)
+            return gbnf.schema_to_gbnf(schema, limits=limits.grammar,
+                                       field="response_format.json_schema.schema")
+    except BudgetExceeded as exc:
+        raise over_budget(exc) from exc
     except gbnf.SchemaNotSupported as exc:
         raise bad(str(exc), "response_format.json_schema.schema",
                   "unsupported_schema") from exc
@@ -395,19 +370,26 @@ def _tools(body: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], str 
     return tuple(tools), choice
 
 
-def parse_chat(body: Any, model: ServedModel) -> ParsedRequest:
+def _grammar_field(body: Mapping[str, Any], forced_tools: bool) -> str:
+    if body.get("grammar") is not None:
+        return "grammar"
+    return "tools" if forced_tools else "response_format"
+
+
+def parse_chat(body: Any, model: ServedModel,
+               limits: rm.RequestLimits = rm.DEFAULT_REQUEST_LIMITS) -> ParsedRequest:
     """Check a ``/v1/chat/completions`` body and turn it into an engine request.
 
     Raises:
         ApiError: the body is not a valid request for this server (4xx).
     """
-    body = _require_object(body)
+    body = rm.check_body(body, rm.CHAT_FIELDS, limits)
     _check_model(body, model)
     _unsupported(body)
     messages = _messages(body)
     tools, choice = _tools(body)
     stream = _boolean(body, "stream")
-    grammar = _response_format_grammar(body)
+    grammar = _response_format_grammar(body, limits)
     template_tools: tuple[Mapping[str, Any], ...] | None = None
     if tools and choice != "none":
         forced = choice is not None  # "required" or a named function
@@ -416,7 +398,10 @@ def parse_chat(body: Any, model: ServedModel) -> ParsedRequest:
                 raise bad("a forced tool call cannot be combined with response_format",
                           "tool_choice")
             try:
-                grammar = gbnf.tool_call_gbnf(tools, None if choice == "required" else choice)
+                grammar = gbnf.tool_call_gbnf(tools, None if choice == "required" else choice,
+                                              limits.grammar)
+            except BudgetExceeded as exc:
+                raise over_budget(exc) from exc
             except gbnf.SchemaNotSupported as exc:
                 raise bad(str(exc), "tools", "unsupported_schema") from exc
         if model.template_tools:
@@ -431,23 +416,26 @@ def parse_chat(body: Any, model: ServedModel) -> ParsedRequest:
         if not isinstance(stream_options, Mapping):
             raise bad("'stream_options' must be an object", "stream_options", "invalid_type")
         include_usage = _boolean(stream_options, "include_usage")
-    params = _sampling(body, model, grammar)
+    params = _sampling(body, model, grammar, limits)
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params)
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
                          tools=tools if choice != "none" else (),
-                         user_grammar=body.get("grammar") is not None)
+                         user_grammar=params.grammar is not None,
+                         grammar_field=_grammar_field(
+                             body, bool(tools) and choice not in (None, "none")))
 
 
 # ---------------------------------------------------------------- completions
 
 
-def parse_completion(body: Any, model: ServedModel) -> ParsedRequest:
+def parse_completion(body: Any, model: ServedModel,
+                     limits: rm.RequestLimits = rm.DEFAULT_REQUEST_LIMITS) -> ParsedRequest:
     """Check a ``/v1/completions`` body and turn it into an engine request.
 
     Raises:
         ApiError: the body is not a valid request for this server (4xx).
     """
-    body = _require_object(body)
+    body = rm.check_body(body, rm.COMPLETION_FIELDS, limits)
     _check_model(body, model)
     _unsupported(body)
     prompt = body.get("prompt")
@@ -463,7 +451,8 @@ def parse_completion(body: Any, model: ServedModel) -> ParsedRequest:
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and \
         _boolean(stream_options, "include_usage")
-    params = _sampling(body, model, _response_format_grammar(body))
+    params = _sampling(body, model, _response_format_grammar(body, limits), limits)
     return ParsedRequest(generation=GenerationRequest(prompt=prompt, params=params),
                          stream=stream, include_usage=include_usage, echo=echo,
-                         user_grammar=body.get("grammar") is not None)
+                         user_grammar=params.grammar is not None,
+                         grammar_field=_grammar_field(body, False))

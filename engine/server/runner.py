@@ -23,6 +23,9 @@ from typing import Any, TextIO
 from engine.errors import EngineError
 from engine.launch import LaunchSpec
 from engine.server.app import ServerState, build_app
+from engine.server.connections import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, http_protocol
+from engine.server.grammar_probe import GrammarProbe
+from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.security import DEFAULT_MAX_BODY_BYTES, SecurityPolicy
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,9 @@ class ServeOptions:
         ready_json: print the ready line as JSON.
         aliases: extra names accepted in a request's ``model`` field.
         model_id: the id shown by ``/v1/models`` (default: the model's own name).
+        allowed_hosts: extra names a request's ``Host`` may carry (``*``: any).
+        limits: request sizes, stop strings and the grammar budget.
+        connections: connection count and read timeouts.
     """
 
     spec: LaunchSpec
@@ -54,6 +60,9 @@ class ServeOptions:
     ready_json: bool = False
     aliases: tuple[str, ...] = ()
     model_id: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    limits: RequestLimits = DEFAULT_REQUEST_LIMITS
+    connections: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -122,8 +131,21 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
         engine.close()
         return
     state.attach(engine)
+    state.grammar_probe = _grammar_probe(options.spec.model_path)
     assert state.served is not None
     on_ready(state.served.id)
+
+
+def _grammar_probe(model_path: str) -> GrammarProbe | None:
+    """The started grammar checker, or None (logged) when it cannot start."""
+    probe = GrammarProbe(model_path)
+    try:
+        probe.start()
+    except (OSError, RuntimeError):
+        log.warning("the grammar checker did not start; grammars are used unchecked",
+                    exc_info=True)
+        return None
+    return probe
 
 
 @contextlib.contextmanager
@@ -156,13 +178,17 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
 
     stdout = out or sys.stdout
     policy = SecurityPolicy.resolve(options.host, options.api_key, options.cors_origins,
-                                    options.max_body_bytes)
+                                    options.max_body_bytes, options.allowed_hosts)
     state = ServerState(model_id=options.model_id, aliases=options.aliases)
-    app = build_app(state, policy)
+    conn = options.connections
+    app = build_app(state, policy, options.limits, conn)
     sock = bind_socket(options.host, options.port)
     url = base_url(sock, options.host)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=3, timeout_keep_alive=30)
+                            timeout_graceful_shutdown=3,
+                            timeout_keep_alive=max(1, round(conn.keep_alive_s)),
+                            limit_concurrency=conn.max_connections,
+                            http=http_protocol(conn), h11_max_incomplete_event_size=64 * 1024)
     server = uvicorn.Server(config)
     stopping = threading.Event()
     failed: list[str] = []
@@ -189,6 +215,8 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
         close = getattr(engine, "close", None)
         if close is not None:
             close()
+        if state.grammar_probe is not None:
+            state.grammar_probe.close()
         sock.close()
     if failed:
         print(f"loadout serve: the model failed to load: {failed[0]}", file=sys.stderr)

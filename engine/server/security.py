@@ -7,6 +7,11 @@
   a client cannot make the server buffer more than the limit, with or without a
   ``Content-Length`` header.
 - CORS is off unless an origin is named.
+- Local protections (on by default): the ``Host`` header must name the bound address,
+  ``localhost``, a loopback address or a configured name (a page whose name was rebound
+  to 127.0.0.1 cannot reach the server); a browser ``Origin`` other than the CORS origins
+  is refused; POST bodies must be ``application/json`` (a cross-site HTML form cannot
+  send that without a CORS preflight, which is refused).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# How a parent process hands ``loadout serve`` its key: the environment, which (unlike the
+# command line) other local users cannot read.
+API_KEY_ENV = "LOADOUT_API_KEY"
 KEY_PREFIX = "sk-loadout-"
 # Paths anyone may read without a key: liveness for load balancers and the GUI's probe.
 PUBLIC_PATHS = frozenset({"/health"})
@@ -65,17 +73,47 @@ class SecurityPolicy:
     key_generated: bool = False
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    bound_host: str = "127.0.0.1"
+    allowed_hosts: tuple[str, ...] = ()
 
     @classmethod
     def resolve(cls, host: str, api_key: str | None, cors_origins: tuple[str, ...] = (),
-                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> SecurityPolicy:
+                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                allowed_hosts: tuple[str, ...] = ()) -> SecurityPolicy:
         """The policy for a server bound to ``host``: a key is required off loopback."""
         generated = False
         if not api_key and not is_loopback(host):
             api_key = generate_api_key()
             generated = True
         return cls(api_key=api_key or None, key_generated=generated,
-                   cors_origins=tuple(cors_origins), max_body_bytes=max_body_bytes)
+                   cors_origins=tuple(cors_origins), max_body_bytes=max_body_bytes,
+                   bound_host=host, allowed_hosts=tuple(h.lower() for h in allowed_hosts))
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        """Whether a request's ``Host`` names this server (DNS-rebinding protection).
+
+        Allowed: the bound address, ``localhost``, a loopback address, a configured name
+        (``*``: any), and any IP address when bound to every interface (an address, unlike
+        a name, cannot be rebound by a web page).
+        """
+        if "*" in self.allowed_hosts:
+            return True
+        if not host_header:
+            return False
+        name = _host_name(host_header)
+        if name in ("localhost", self.bound_host.lower().strip("[]")) \
+                or name in self.allowed_hosts:
+            return True
+        try:
+            address = ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return address.is_loopback or self.bound_host.strip("[]") in ("0.0.0.0", "::", "")
+
+    def origin_allowed(self, origin: str) -> bool:
+        """Whether a browser page from ``origin`` may call the server (the CORS list)."""
+        return "*" in self.cors_origins or origin.rstrip("/") in \
+            {o.rstrip("/") for o in self.cors_origins}
 
     def key_matches(self, presented: str | None) -> bool:
         """Constant-time check of a presented key (always true when no key is set)."""
@@ -101,6 +139,16 @@ def presented_key(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+def _host_name(host_header: str) -> str:
+    """The name in a ``Host`` header, without the port, lower case."""
+    text = host_header.strip().lower()
+    if text.startswith("["):
+        return text[1:text.find("]")] if "]" in text else text[1:]
+    if text.count(":") == 1:
+        text = text.split(":", 1)[0]
+    return text.rstrip(".")
+
+
 def _error_body(message: str, err_type: str, code: str) -> bytes:
     doc = {"error": {"message": message, "type": err_type, "param": None, "code": code}}
     return json.dumps(doc).encode("utf-8")
@@ -113,6 +161,14 @@ async def _send_json(send: Send, status: int, body: bytes,
     headers += extra_headers or []
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def error_response(send: Send, status: int, message: str, code: str,
+                         extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Send a whole OpenAI-style error answer."""
+    err_type = {401: "authentication_error", 403: "permission_error"}.get(
+        status, "invalid_request_error" if status < 500 else "server_error")
+    await _send_json(send, status, _error_body(message, err_type, code), extra_headers)
 
 
 class AuthMiddleware:
@@ -188,3 +244,44 @@ class BodyLimitMiddleware:
         body = _error_body(f"request body larger than {self.limit} bytes",
                            "invalid_request_error", "request_too_large")
         await _send_json(send, 413, body)
+
+
+JSON_TYPES = (b"application/json",)
+
+
+class LocalGuardMiddleware:
+    """Refuses requests a web page could forge against a local server.
+
+    403 when ``Host`` does not name this server or ``Origin`` is not a CORS origin; 415
+    when a POST body is not ``application/json``.
+    """
+
+    def __init__(self, app: ASGIApp, policy: SecurityPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {name.lower(): value for name, value in scope.get("headers", [])}
+        host = headers.get(b"host")
+        if not self.policy.host_allowed(host.decode("latin-1") if host else None):
+            await _send_json(send, 403, _error_body(
+                "the Host header does not name this server (start it with --allow-host "
+                "NAME to serve that name)", "permission_error", "host_not_allowed"))
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and not self.policy.origin_allowed(origin.decode("latin-1")):
+            await _send_json(send, 403, _error_body(
+                "requests from this web origin are refused (start the server with --cors "
+                "ORIGIN to allow it)", "permission_error", "origin_not_allowed"))
+            return
+        if scope["method"] == "POST":
+            media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if media not in JSON_TYPES:
+                await _send_json(send, 415, _error_body(
+                    "send the body as JSON with 'Content-Type: application/json'",
+                    "invalid_request_error", "unsupported_media_type"))
+                return
+        await self.app(scope, receive, send)

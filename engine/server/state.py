@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from engine.requests import GenerationRequest, RequestHandle
 from engine.server import tools as toolcalls
+from engine.server.grammar_probe import GrammarProbe
 from engine.server.openai_schema import ApiError, ServedModel
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class ServerState:
         self.load_error: str | None = None
         self.started = time.time()
         self.in_flight = 0
+        # tries each request's grammar in a child process first (None: not checked so)
+        self.grammar_probe: GrammarProbe | None = None
         self._lock = threading.Lock()
 
     def attach(self, engine: EngineLike) -> None:
@@ -88,9 +91,8 @@ class ServerState:
         """The engine and model, or a 503 while loading / 500 after a failed load."""
         if self.engine is not None and self.served is not None:
             return self.engine, self.served
-        if self.load_error:
-            raise ApiError(500, f"the model failed to load: {self.load_error}",
-                           code="model_load_failed")
+        if self.load_error:  # the reason (it may name paths) is in the server's log
+            raise ApiError(500, "the model failed to load", code="model_load_failed")
         raise ApiError(503, f"the model is loading ({self.load_progress:.0%})",
                        code="model_loading", headers={"Retry-After": RETRY_AFTER_S})
 

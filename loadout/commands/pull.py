@@ -90,10 +90,15 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\npaused: run the same command to resume", file=sys.stderr)
         return 130
+    for path in result.unverified:
+        print(f"warning: {path.name}: the hub gave no sha256 for this file, so it is "
+              "unverified (its hash is recorded, but nothing says it is the right file)",
+              file=sys.stderr)
     if args.json:
         print(json.dumps({"schema": "loadout.pull/1", "status": result.status.value,
                           "model_path": str(result.model_path),
                           "files": [str(f) for f in result.files],
+                          "unverified": [str(f) for f in result.unverified],
                           "bytes_downloaded": result.bytes_downloaded}))
     elif result.status is Status.COMPLETE:
         print(result.model_path)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from engine.server.security import API_KEY_ENV
 
 
 def register(sub: Any) -> None:
@@ -21,12 +24,33 @@ def register(sub: Any) -> None:
     p.add_argument("--ctx", type=int, default=4096, help="context of each sequence (tokens)")
     p.add_argument("--api-key", default=None,
                    help="key clients must send (generated and shown once when --host is "
-                        "not loopback and none is given)")
+                        "not loopback and none is given); the environment variable "
+                        f"{API_KEY_ENV} gives it without showing it to other users in the "
+                        "process list")
     p.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                    help="allow this browser origin (repeatable; CORS is off by default)")
     p.add_argument("--queue-size", type=int, default=64,
                    help="requests that may wait for a slot before 503")
     p.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another name clients may reach the server by (the Host header; "
+                        "repeatable; '*' turns the check off)")
+    p.add_argument("--max-connections", type=int, default=128,
+                   help="connections served at once (past it: 503)")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds a client has to send a request's headers")
+    p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds a client has to send a request's body")
+    p.add_argument("--max-grammar-bytes", type=int, default=64 * 1024,
+                   help="largest GBNF grammar a request may carry")
+    p.add_argument("--max-schema-bound", type=int, default=512,
+                   help="largest maxLength/minLength/maxItems/minItems a JSON schema may set")
+    p.add_argument("--max-stop", type=int, default=8,
+                   help="stop strings per request")
+    p.add_argument("--max-stop-chars", type=int, default=128,
+                   help="length of one stop string")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="the most tokens one answer may have (default: the context)")
     p.add_argument("--threads", type=int, default=None, help="decode threads")
     p.add_argument("--ngl", type=int, default=None, help="layers on the GPU (-1: all)")
     p.add_argument("--kv-type", default=None, help="KV cache type (f16, q8_0, q4_0 ...)")
@@ -42,6 +66,10 @@ def register(sub: Any) -> None:
                    help="another name accepted as the request's model (repeatable)")
     p.add_argument("--ready-json", action="store_true",
                    help="print the ready line (URL, generated key) as one JSON document")
+    # the server's own grammar checker child (engine.server.grammar_probe), started this way
+    # so that a frozen bundle, which has no "python -m", can start it too
+    p.add_argument("--grammar-checker", default=None, metavar="MODEL",
+                   help=argparse.SUPPRESS)
 
 
 def _spec(args: argparse.Namespace, model_path: Path) -> Any:
@@ -75,21 +103,48 @@ def _spec(args: argparse.Namespace, model_path: Path) -> Any:
     return LaunchSpec(model_path=str(model_path), **changes)
 
 
+def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
+    import dataclasses
+
+    from engine.server.connections import ConnectionLimits
+    from engine.server.grammar_budget import DEFAULT_LIMITS
+    from engine.server.request_model import DEFAULT_REQUEST_LIMITS
+
+    grammar = dataclasses.replace(DEFAULT_LIMITS, max_grammar_bytes=args.max_grammar_bytes,
+                                  max_schema_bound=args.max_schema_bound)
+    limits = dataclasses.replace(DEFAULT_REQUEST_LIMITS, max_stop_sequences=args.max_stop,
+                                 max_stop_chars=args.max_stop_chars, grammar=grammar)
+    if args.max_tokens is not None:
+        limits = dataclasses.replace(limits, max_tokens=max(1, args.max_tokens))
+    conn = ConnectionLimits(max_connections=max(1, args.max_connections),
+                            header_timeout_s=args.header_timeout,
+                            body_timeout_s=args.body_timeout)
+    return limits, conn
+
+
 def run(args: argparse.Namespace) -> int:
     from engine.models import resolve_local_model
     from engine.server.runner import ServeOptions, serve
 
+    if args.grammar_checker:
+        from engine.server import grammar_probe
+
+        return grammar_probe.main([args.grammar_checker])
     path = resolve_local_model(args.model)
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
     spec = _spec(args, path)
     if args.no_warmup:
         spec = spec.with_changes(warm_up=False)
+    # the key from the environment (how the desktop app passes it), never left there
+    api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
+    limits, conn = _limits(args)
     options = ServeOptions(spec=spec, host=args.host, port=args.port,
-                           api_key=args.api_key, cors_origins=tuple(args.cors),
+                           api_key=api_key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, aliases=aliases,
-                           model_id=path.stem)
+                           model_id=path.stem, allowed_hosts=tuple(args.allow_host),
+                           limits=limits, connections=conn)
     print(f"loading {path.name} ...", file=sys.stderr, flush=True)
     try:
         return serve(options)

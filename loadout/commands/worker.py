@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
                    help="allow a non-loopback --host (anyone on that network can use it)")
     p.add_argument("--cache", action="store_true",
                    help="keep a local cache of received tensors in the user cache folder")
+    p.add_argument("--cache-max-gb", type=float, default=20.0, metavar="GB",
+                   help="the most the tensor cache may hold; the least recently used "
+                        "tensors go first (default 20)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,5 +43,6 @@ def run(args: argparse.Namespace) -> int:
           "authenticated: anyone who can reach this port can use these devices.",
           file=sys.stderr, flush=True)
     serve_worker(args.host, args.port, devices, args.threads or None, cache_dir,
-                 allow_remote=args.allow_remote)
+                 allow_remote=args.allow_remote,
+                 cache_max_bytes=max(0, int(args.cache_max_gb * (1 << 30))))
     return 0
