@@ -37,11 +37,11 @@ class RunProgress:
     elapsed_s: float
 
 
-def command(model: str = "demo", seconds: float = DEFAULT_SECONDS,
-            extra: Sequence[str] = ()) -> list[str]:
-    """The calibration's command line (the app's own interpreter)."""
+def command(model: str = "demo", extra: Sequence[str] = ()) -> list[str]:
+    """The calibration's command line (the app's own interpreter); ``extra`` after the
+    default ``--seconds``, so it may shorten the run."""
     return [sys.executable, "-m", "loadout", "calibrate", model, "--seconds",
-            f"{seconds:g}", "--json", *extra]
+            f"{DEFAULT_SECONDS:g}", "--json", *extra]
 
 
 def measure(argv: Sequence[str], progress: Callable[[RunProgress], None],

@@ -62,9 +62,9 @@ class HomePage(QWidget):
         super().__init__(parent)
         self._state = state
         self._runner = runner
-        # what "Measure this machine" runs after ``loadout calibrate demo --json``
-        self.measure_arguments: list[str] = ["--seconds",
-                                             f"{calibration_job.DEFAULT_SECONDS:g}"]
+        # what "Measure this machine" runs: ``loadout calibrate MODEL --json ARGUMENTS``
+        self.measure_model = "demo"
+        self.measure_arguments: list[str] = []
         self._detecting = False
         self._step = ""
         self.title = QLabel()
@@ -227,7 +227,7 @@ class HomePage(QWidget):
         """Run the one-minute calibration off the UI thread; the next plan uses it."""
         if self._runner is None or self._runner.busy("calibrate"):
             return
-        argv = calibration_job.command(extra=self.measure_arguments)
+        argv = calibration_job.command(self.measure_model, extra=self.measure_arguments)
 
         def job(j: Job) -> Any:
             return calibration_job.measure(argv, j.progress, lambda: j.cancelled)

@@ -67,3 +67,22 @@ def test_measuring_this_machine_calibrates_the_next_plan(make_window: Any, demo_
     label = page.calibration_label.text()
     assert page.calibration_label.isVisibleTo(page)
     assert "Calibrated on 3 runs on this machine" in label and raw_text in label
+
+
+
+def test_a_calibration_that_fails_says_why_and_plans_stay_raw(make_window: Any,
+                                                              tmp_path: Path,
+                                                              qtbot: Any) -> None:
+    from tests.app.conftest import rig_doc
+
+    window = make_window(Inventory.from_json(rig_doc([])))
+    home = window.home
+    home.measure_model = str(tmp_path / "missing.gguf")
+    with qtbot.waitSignal(window.errors.sig_error_reported, timeout=60000) as reported:
+        home.measure_button.click()
+    assert "missing.gguf" in reported.args[0]
+    qtbot.waitUntil(home.measure_button.isEnabled, timeout=5000)
+    assert home.measure_status.text().startswith("Measuring failed:")
+    assert "missing.gguf" in home.measure_status.text()
+    assert not home.measure_progress.isVisibleTo(home)
+    assert run_records.samples() == ()
