@@ -264,8 +264,9 @@ class PlanPage(QWidget):
         inventory = with_gpu_reserve(detected, self._state.settings.gpu_reserve_bytes)
         own = dataclasses.replace(request, roles=None, gpu_order=None)  # its own GPUs
 
-        def job(_job: Job) -> Any:
-            return run_plan(inventory, profile, own)
+        def job(_job: Job) -> Any:  # this machine: corrected by its runs, as its own plan
+            return run_plan(inventory, profile,
+                            dataclasses.replace(own, machine_runs=run_records.samples()))
 
         self._runner.submit("baseline", job, self._on_baseline_done)
 
