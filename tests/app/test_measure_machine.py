@@ -86,3 +86,25 @@ def test_a_calibration_that_fails_says_why_and_plans_stay_raw(make_window: Any,
     assert "missing.gguf" in home.measure_status.text()
     assert not home.measure_progress.isVisibleTo(home)
     assert run_records.samples() == ()
+
+
+def test_closing_the_app_while_measuring_ends_the_calibration(make_window: Any,
+                                                              qtbot: Any) -> None:
+    from tests.app.conftest import rig_doc
+
+    window = make_window(Inventory.from_json(rig_doc([])))
+    home = window.home
+    home.measure_arguments = ["--max-tokens", "20", "--threads", "1"]  # a full minute
+    runs: list[Any] = []
+    show_progress = home._on_measure_progress
+
+    def seen(value: object) -> None:
+        show_progress(value)
+        runs.append(value)
+
+    home._on_measure_progress = seen  # type: ignore[method-assign]
+    home.measure_button.click()
+    qtbot.waitUntil(lambda: bool(runs), timeout=120000)  # the engine is measuring
+    assert window.runner.shutdown(timeout_ms=10000)  # the child was ended, not waited for
+    assert window.runner.active_threads() == 0
+    assert len(run_records.samples()) < 10
