@@ -95,7 +95,7 @@ class MainWindow(QMainWindow):
         self.sidebar.setIconSize(QSize(20, 20))
         self.sidebar.setFixedWidth(self.fontMetrics().horizontalAdvance("M") * 12)
         self.stack = QStackedWidget()
-        self.home = HomePage(self.state)
+        self.home = HomePage(self.state, self.runner)
         self.models = ModelsPage(self.state, self.runner, _demo_path())
         self.plan = PlanPage(self.state, self.runner)
         self.control = EngineControl(self.state, self.runner, self._serving_binding,

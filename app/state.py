@@ -29,6 +29,7 @@ class AppState(QObject):
     sig_model_changed = Signal()
     sig_settings_changed = Signal()
     sig_plan_changed = Signal(object)
+    sig_runs_recorded = Signal()  # this machine's measured runs changed: plan again
 
     def __init__(self, settings: AppSettings, parent: QObject | None = None) -> None:
         super().__init__(parent)

@@ -1189,6 +1189,14 @@
         <translation>为修改后的机器做规划：增删 GPU、修改内存、打开或保存配置文件</translation>
     </message>
     <message>
+        <source>Measure this machine</source>
+        <translation>测量本机</translation>
+    </message>
+    <message>
+        <source>Run a small model for about a minute, so that speed predictions learn this machine</source>
+        <translation>用一个小模型运行约一分钟，让速度预测学习本机</translation>
+    </message>
+    <message>
         <source>GPUs</source>
         <translation>GPU</translation>
     </message>
@@ -1283,6 +1291,22 @@
     <message>
         <source>RAM {available} available of {total} · {bandwidth} · {cpu}, {cores} cores / {threads} threads</source>
         <translation>内存 可用 {available}，共 {total} · {bandwidth} · {cpu}，{cores} 核 / {threads} 线程</translation>
+    </message>
+    <message>
+        <source>Measuring this machine: loading a small model…</source>
+        <translation>正在测量本机：加载小模型…</translation>
+    </message>
+    <message>
+        <source>Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…</source>
+        <translation>正在测量本机：第 {run} 次运行，解码 {decode} t/s，预填充 {prefill} t/s…</translation>
+    </message>
+    <message>
+        <source>Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated on {runs} runs on this machine.</source>
+        <translation>已测量 {count} 次运行：解码 {decode} t/s（中位数）。规划现已根据本机的 {runs} 次运行校准。</translation>
+    </message>
+    <message>
+        <source>Measuring failed: {error}</source>
+        <translation>测量失败：{error}</translation>
     </message>
 </context>
 <context>
@@ -1617,6 +1641,10 @@
     <message>
         <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
         <translation>只能靠从磁盘读取来运行。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
+    </message>
+    <message>
+        <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
+        <translation>已根据本机的 {runs} 次运行校准。原始预测：解码 {decode} t/s，预填充 {prefill} t/s，首 token 时间 {ttft}。</translation>
     </message>
     <message>
         <source>Auto</source>

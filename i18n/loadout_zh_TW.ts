@@ -1189,6 +1189,14 @@
         <translation>為修改後的機器做規劃：增刪 GPU、修改記憶體、開啟或儲存配置檔</translation>
     </message>
     <message>
+        <source>Measure this machine</source>
+        <translation>測量本機</translation>
+    </message>
+    <message>
+        <source>Run a small model for about a minute, so that speed predictions learn this machine</source>
+        <translation>用一個小模型執行約一分鐘，讓速度預測學習本機</translation>
+    </message>
+    <message>
         <source>GPUs</source>
         <translation>GPU</translation>
     </message>
@@ -1283,6 +1291,22 @@
     <message>
         <source>RAM {available} available of {total} · {bandwidth} · {cpu}, {cores} cores / {threads} threads</source>
         <translation>記憶體 可用 {available}，共 {total} · {bandwidth} · {cpu}，{cores} 核心 / {threads} 執行緒</translation>
+    </message>
+    <message>
+        <source>Measuring this machine: loading a small model…</source>
+        <translation>正在測量本機：載入小模型…</translation>
+    </message>
+    <message>
+        <source>Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…</source>
+        <translation>正在測量本機：第 {run} 次執行，解碼 {decode} t/s，預填充 {prefill} t/s…</translation>
+    </message>
+    <message>
+        <source>Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated on {runs} runs on this machine.</source>
+        <translation>已測量 {count} 次執行：解碼 {decode} t/s（中位數）。規劃現已根據本機的 {runs} 次執行校準。</translation>
+    </message>
+    <message>
+        <source>Measuring failed: {error}</source>
+        <translation>測量失敗：{error}</translation>
     </message>
 </context>
 <context>
@@ -1617,6 +1641,10 @@
     <message>
         <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
         <translation>只能靠從磁碟讀取來執行。每個序列上下文 {context} × {parallel}，KV {kv}，推測解碼 {spec}。</translation>
+    </message>
+    <message>
+        <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
+        <translation>已根據本機的 {runs} 次執行校準。原始預測：解碼 {decode} t/s，預填充 {prefill} t/s，首個 token 時間 {ttft}。</translation>
     </message>
     <message>
         <source>Auto</source>

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import statistics
+from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
@@ -19,9 +21,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.formatting import fmt_bytes, fmt_gbps
+from app import calibration_job
+from app.formatting import fmt_bytes, fmt_gbps, fmt_tps
 from app.state import AppState
 from app.texts import disk_kind_text, plan_roles, role_text
+from app.workers import Job, WorkerRunner
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +55,16 @@ class HomePage(QWidget):
     sig_detect_requested = Signal()
     sig_whatif_requested = Signal()
 
-    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+    sig_measured = Signal(object)  # the calibration's document, once it is recorded
+
+    def __init__(self, state: AppState, runner: WorkerRunner | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._state = state
+        self._runner = runner
+        # what "Measure this machine" runs: ``loadout calibrate MODEL --json ARGUMENTS``
+        self.measure_model = "demo"
+        self.measure_arguments: list[str] = []
         self._detecting = False
         self._step = ""
         self.title = QLabel()
@@ -73,6 +84,18 @@ class HomePage(QWidget):
         top.addWidget(self.progress)
         top.addWidget(self.detect_button)
         top.addWidget(self.whatif_button)
+        self.measure_button = QPushButton()
+        self.measure_button.setEnabled(runner is not None)
+        self.measure_button.clicked.connect(self.start_measuring)
+        self.measure_progress = QProgressBar()
+        self.measure_progress.setMaximumWidth(240)
+        self.measure_progress.setVisible(False)
+        self.measure_status = QLabel()
+        self.measure_status.setWordWrap(True)
+        measure_row = QHBoxLayout()
+        measure_row.addWidget(self.measure_button)
+        measure_row.addWidget(self.measure_progress)
+        measure_row.addWidget(self.measure_status, 1)
 
         self.gpu_box = QGroupBox()
         self.gpu_table = _table(5)
@@ -91,6 +114,7 @@ class HomePage(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.status)
+        layout.addLayout(measure_row)
         layout.addWidget(self.gpu_box)
         layout.addWidget(self.host_box)
         layout.addWidget(self.disk_box)
@@ -129,6 +153,11 @@ class HomePage(QWidget):
         self.whatif_button.setText(self.tr("What if…"))
         self.whatif_button.setToolTip(self.tr("Plan for an edited machine: add or remove "
                                               "GPUs, change RAM, open or save rig files"))
+        self.measure_button.setText(self.tr("Measure this machine"))
+        self.measure_button.setAccessibleName(self.tr("Measure this machine"))
+        self.measure_button.setToolTip(self.tr(
+            "Run a small model for about a minute, so that speed predictions learn this "
+            "machine"))
         self.gpu_box.setTitle(self.tr("GPUs"))
         self.host_box.setTitle(self.tr("Memory and CPU"))
         self.disk_box.setTitle(self.tr("Disks"))
@@ -192,3 +221,52 @@ class HomePage(QWidget):
                 self.disk_table.setItem(row, col, QTableWidgetItem(text))
         self.disk_table.resizeRowsToContents()
         _fit_rows(self.disk_table)
+
+    # -- measuring this machine (loadout calibrate in a child process) ---------------------
+    def start_measuring(self) -> None:
+        """Run the one-minute calibration off the UI thread; the next plan uses it."""
+        if self._runner is None or self._runner.busy("calibrate"):
+            return
+        argv = calibration_job.command(self.measure_model, extra=self.measure_arguments)
+
+        def job(j: Job) -> Any:
+            return calibration_job.measure(argv, j.progress, lambda: j.cancelled)
+
+        self.measure_button.setEnabled(False)
+        self.measure_progress.setRange(0, 0)  # busy while the model loads
+        self.measure_progress.setVisible(True)
+        self.measure_status.setText(self.tr("Measuring this machine: loading a small model…"))
+        self._runner.submit("calibrate", job, self._on_measured,
+                            on_progress=self._on_measure_progress,
+                            on_failed=self._on_measure_failed)
+
+    def _on_measure_progress(self, value: object) -> None:
+        if not isinstance(value, calibration_job.RunProgress):
+            return
+        self.measure_status.setText(self.tr(
+            "Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…"
+            ).format(run=value.run, decode=fmt_tps(value.decode_tps),
+                     prefill=fmt_tps(value.prefill_tps)))
+
+    def _on_measured(self, doc: Any) -> None:
+        self.measure_button.setEnabled(True)
+        self.measure_progress.setVisible(False)
+        if not isinstance(doc, dict):
+            self.measure_status.setText("")
+            return
+        runs = [r for r in doc.get("runs", []) if isinstance(r, dict)]
+        decode = [float(r.get("decode_tps") or 0.0) for r in runs]
+        predicted = doc.get("predicted") or {}
+        calibration = predicted.get("calibration") or {}
+        self.measure_status.setText(self.tr(
+            "Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated "
+            "on {runs} runs on this machine.").format(
+            count=len(runs), decode=fmt_tps(statistics.median(decode) if decode else 0.0),
+            runs=int(calibration.get("runs", 0))))
+        self._state.sig_runs_recorded.emit()
+        self.sig_measured.emit(doc)
+
+    def _on_measure_failed(self, exc: BaseException) -> None:
+        self.measure_button.setEnabled(True)
+        self.measure_progress.setVisible(False)
+        self.measure_status.setText(self.tr("Measuring failed: {error}").format(error=exc))

@@ -37,7 +37,7 @@ from app.theme import warning_color
 from app.widgets.gpu_roles import GpuRoles
 from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
-from engine import dry_run
+from engine import dry_run, run_records
 from planner.inventory import Inventory
 from planner.request import Request, Role, SpecMode, SpecRequest, TaskKind
 
@@ -83,6 +83,7 @@ class PlanPage(QWidget):
         state.sig_machine_changed.connect(self._on_whatif_changed)
         state.sig_machine_changed.connect(self._on_machine_changed)
         state.sig_settings_changed.connect(self._on_settings_changed)
+        state.sig_runs_recorded.connect(self.request_plan)
         self._on_machine_changed()
         self.task.setCurrentIndex(max(0, TASKS.index(state.settings.default_task)
                                       if state.settings.default_task in TASKS else 0))
@@ -159,6 +160,10 @@ class PlanPage(QWidget):
         self.compare_label.setWordWrap(True)
         self.compare_label.setVisible(False)
         speed.addWidget(self.compare_label, 3, 0, 1, 3)
+        self.calibration_label = QLabel()  # this machine's correction, raw figures beside
+        self.calibration_label.setWordWrap(True)
+        self.calibration_label.setVisible(False)
+        speed.addWidget(self.calibration_label, 4, 0, 1, 3)
         self.map_box = QGroupBox()
         self.memory_map = MemoryMap()
         QVBoxLayout(self.map_box).addWidget(self.memory_map)
@@ -237,10 +242,13 @@ class PlanPage(QWidget):
         self._requested_at = time.perf_counter()
 
         path = self._state.model_path
+        own_machine = self._state.whatif is None  # a what-if rig has no runs of its own
 
         def job(_job: Job) -> Any:  # then llama.cpp's dry run of it (engine.dry_run)
-            return dry_run.confirm_for(path, inventory, request,
-                                       run_plan(inventory, profile, request))
+            asked = dataclasses.replace(request, machine_runs=run_records.samples()) \
+                if own_machine else request
+            return dry_run.confirm_for(path, inventory, asked,
+                                       run_plan(inventory, profile, asked))
 
         # The plan itself comes first (fast); its advice costs several more plans, so it
         # starts once the controls have been still for a moment (see _on_plan_done).
@@ -256,8 +264,9 @@ class PlanPage(QWidget):
         inventory = with_gpu_reserve(detected, self._state.settings.gpu_reserve_bytes)
         own = dataclasses.replace(request, roles=None, gpu_order=None)  # its own GPUs
 
-        def job(_job: Job) -> Any:
-            return run_plan(inventory, profile, own)
+        def job(_job: Job) -> Any:  # this machine: corrected by its runs, as its own plan
+            return run_plan(inventory, profile,
+                            dataclasses.replace(own, machine_runs=run_records.samples()))
 
         self._runner.submit("baseline", job, self._on_baseline_done)
 
@@ -379,6 +388,7 @@ class PlanPage(QWidget):
                                else self.tr("Waiting for this machine's hardware…"))
         self.messages_label.setText("")
         self.advice_label.setText("")
+        self.calibration_label.setVisible(False)
 
     def _show_plan(self) -> None:
         plan = self.last_plan
@@ -400,6 +410,7 @@ class PlanPage(QWidget):
         if pred.prompt_tokens:
             self.speed_names[2].setText(self.tr("time to first token ({tokens}-token prompt)")
                                         .format(tokens=pred.prompt_tokens))
+        self._show_calibration(doc.get("predicted", {}) or {})
         fits = bool(doc.get("fits", False))
         if not fits:
             summary = self.tr("Does not fit as asked.")
@@ -423,6 +434,18 @@ class PlanPage(QWidget):
             f'<p><span style="color: {warn_color}">⚠</span> {text}</p>' if warn
             else f"<p>• {text}</p>" for warn, text in items))
         self._show_advice()
+
+    def _show_calibration(self, predicted: dict[str, Any]) -> None:
+        runs = int((predicted.get("calibration") or {}).get("runs", 0))
+        raw = predicted.get("raw") or {}
+        self.calibration_label.setVisible(runs > 0 and bool(raw))
+        if runs > 0 and raw:
+            self.calibration_label.setText(self.tr(
+                "Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} "
+                "t/s, prefill {prefill} t/s, time to first token {ttft}.").format(
+                runs=runs, decode=fmt_tps(float(raw.get("decode_tps", 0.0))),
+                prefill=fmt_tps(float(raw.get("prefill_tps", 0.0))),
+                ttft=fmt_seconds(float(raw.get("ttft_s", 0.0)))))
 
     def _check_text(self, check: dry_run.Check) -> str:
         rows = check.before or check.devices
