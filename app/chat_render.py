@@ -110,11 +110,13 @@ def _with_copy_links(text: str, blocks: list[str], first: int) -> str:
     return "\n".join(out)
 
 
-def render(messages: Sequence[Message], error: str = "", first_block: int = 0) -> Rendered:
+def render(messages: Sequence[Message], error: str = "", first_block: int = 0,
+           note: str = "") -> Rendered:
     """The transcript of ``messages`` (the system prompt is not shown here).
 
     ``first_block`` numbers the copy links after those of an earlier part of the same
-    transcript (a streaming answer is rendered apart from the messages before it).
+    transcript (a streaming answer is rendered apart from the messages before it);
+    ``note`` is a line shown after them (a question waiting for the model, say).
     """
     blocks: list[str] = []
     parts: list[str] = []
@@ -141,4 +143,6 @@ def render(messages: Sequence[Message], error: str = "", first_block: int = 0) -
         parts.append("---\n")
     if error:
         parts.append(f"**{_tr(_ERROR).format(error=error)}**\n")
+    if note:
+        parts.append(f"*{note}*\n")
     return Rendered("\n".join(parts), tuple(blocks))

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import services
+from app.accessible import name_controls, set_name
 from app.cluster_control import ClusterControl
 from app.engine_control import EngineControl
 from app.engine_launch import Binding
@@ -40,6 +41,7 @@ from app.pages.settings_page import SettingsPage
 from app.settings_store import AppSettings, load_settings
 from app.state import AppState
 from app.theme import apply_theme
+from app.ui_probe import start_if_asked
 from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from engine import engine_select
@@ -119,6 +121,7 @@ class MainWindow(QMainWindow):
             self.sidebar.addItem(item)
             self.stack.addWidget(self.pages[key])
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+        self.stack.currentChanged.connect(self._on_stack_changed)
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.addWidget(self.sidebar)
@@ -162,22 +165,30 @@ class MainWindow(QMainWindow):
         self.engine.sig_load_progressed.connect(self._on_engine_progress)
         self.control.sig_engine_failed.connect(self.banner.show_death)
         self.chat.sig_answer_finished.connect(self._on_chat_answer)
+        self.chat.sig_load_wanted.connect(self._on_chat_load_wanted)
         self.state.sig_model_changed.connect(self._update_status)
         self.state.sig_detected_changed.connect(self._update_status)
         self.errors.sig_error_reported.connect(
             lambda msg: self.statusBar().showMessage(msg, 10000))
         self.show_page("home")
         self.retranslate()
+        self._selected_at_start: Path | None = None
         if detect:
             self.start_detection()
-            demo = self.models.demo_path
-            if demo is not None:  # something to plan from the first second
-                self.select_model(demo, show=False)
+            first = self.startup_model()
+            if first is not None:  # something to plan from the first second
+                self._selected_at_start = first
+                self.select_model(first, show=False)
 
     # -- navigation -------------------------------------------------------------------
     def show_page(self, key: str) -> None:
         """Switch to page ``key`` (one of :data:`PAGES`)."""
         self.sidebar.setCurrentRow(PAGES.index(key))
+
+    def _on_stack_changed(self, index: int) -> None:
+        page = self.stack.widget(index)
+        if page is not None:  # a page may have made new controls since it was last shown
+            name_controls(page)
 
     def current_page(self) -> str:
         """The key of the page shown."""
@@ -216,6 +227,35 @@ class MainWindow(QMainWindow):
         if show:
             self.show_page("plan")
 
+    def start_ready_to_chat(self) -> None:
+        """What the app does when it opens: Chat, the question box focused, and the model
+        loaded last (the demo the first time) loading at once."""
+        self.show_page("chat")
+        self.chat.input.setFocus()
+        path = self._selected_at_start or self.startup_model()
+        if path is None:
+            return
+        self.chat.set_load_expected(True)
+        if path == self._selected_at_start and self.state.plan is None:
+            self._chat_after_plan = path  # its header is being read: load when planned
+        else:
+            self.load_and_chat(path)
+
+    def startup_model(self) -> Path | None:
+        """The model loaded last, if it is still there, else the demo."""
+        last = self.state.settings.last_model
+        if last and Path(last).is_file():
+            return Path(last)
+        return self.models.demo_path
+
+    def _on_chat_load_wanted(self) -> None:
+        if self.control.reload():
+            return
+        path = self.state.model_path or self.startup_model()
+        if path is not None:
+            self.chat.set_load_expected(True)
+            self.load_and_chat(path)
+
     def load_and_chat(self, path: Path) -> None:
         """Select ``path``, load it with its plan as soon as that is shown, open the chat."""
         self._chat_after_plan = Path(path)
@@ -230,12 +270,14 @@ class MainWindow(QMainWindow):
             self.load_plan()
             self.show_page("chat")
         else:
+            self.chat.set_load_expected(False)
             self.show_page("plan")  # it says why it does not fit
 
     def load_plan(self) -> None:
         """Start the engine with the plan shown (the Plan page's Load button)."""
         self.banner.hide()
-        self.control.load_plan()
+        if self.control.load_plan() and self.state.model_path is not None:
+            self.state.remember_model(Path(self.state.model_path))
 
     def retry_safer(self) -> None:
         """Load again after a crash, with a safer plan."""
@@ -310,7 +352,11 @@ class MainWindow(QMainWindow):
             item = self.sidebar.item(row)
             if item is not None:
                 item.setText(names[key])
+        set_name(self.sidebar, self.tr("Pages"))
+        set_name(self.load_progress, self.tr("Model loading progress"))
         self._update_status()
+        # after every page has retranslated itself (they see the same event)
+        QTimer.singleShot(0, self, lambda: name_controls(self))
 
     def _update_status(self) -> None:
         engine_texts = {"unloaded": self.tr("Engine: not loaded"),
@@ -365,6 +411,8 @@ def run_app(argv: list[str]) -> int:
     switcher.set_language(settings.language or system_language())
     window = MainWindow(settings, switcher)
     app.setWindowIcon(QIcon(str(ICON)))
+    window.start_ready_to_chat()
+    probe = start_if_asked(window)  # noqa: F841 (tests that drive the window; off by default)
     previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:

@@ -8,10 +8,6 @@
         <translation>新对话</translation>
     </message>
     <message>
-        <source>No model loaded: load one from the Plan page.</source>
-        <translation>尚未加载模型：请在“计划”页加载。</translation>
-    </message>
-    <message>
         <source>The model is loading…</source>
         <translation>模型加载中…</translation>
     </message>
@@ -44,8 +40,24 @@
         <translation>删除</translation>
     </message>
     <message>
-        <source>System prompt and sampling</source>
-        <translation>系统提示词与采样</translation>
+        <source>System prompt and sampling: temperature {temperature}, top-p {top_p}, longest answer {max_tokens} tokens</source>
+        <translation>系统提示词与采样：温度 {temperature}，核采样 {top_p}，回答最长 {max_tokens} 个词元</translation>
+    </message>
+    <message>
+        <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
+        <translation>你的问题正在等待模型加载；模型一就绪就会回答。</translation>
+    </message>
+    <message>
+        <source>Your question waits: the engine stopped (see the message above). Load a model to have it answered.</source>
+        <translation>你的问题正在等待：引擎已停止（见上方消息）。加载一个模型即可得到回答。</translation>
+    </message>
+    <message>
+        <source>Preparing the model…</source>
+        <translation>正在准备模型…</translation>
+    </message>
+    <message>
+        <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
+        <translation>未加载模型：提问即可加载上次的模型，或在“计划”页加载一个。</translation>
     </message>
     <message>
         <source>System prompt</source>
@@ -66,6 +78,18 @@
     <message>
         <source>Ask something… (Ctrl+Enter sends)</source>
         <translation>输入问题…（Ctrl+Enter 发送）</translation>
+    </message>
+    <message>
+        <source>Question</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <source>Conversation</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Live decode speed</source>
+        <translation>实时解码速度</translation>
     </message>
     <message>
         <source>Send</source>
@@ -550,6 +574,10 @@
     <message>
         <source>Everything fits in GPU memory and RAM.</source>
         <translation>全部放得下显存和内存。</translation>
+    </message>
+    <message>
+        <source>Everything fits in RAM.</source>
+        <translation>全部都能放进内存。</translation>
     </message>
     <message>
         <source>It fits only by reading part of the model from disk while it runs: expect a big slowdown.</source>
@@ -1367,6 +1395,14 @@
         <translation>设置</translation>
     </message>
     <message>
+        <source>Pages</source>
+        <translation>页面</translation>
+    </message>
+    <message>
+        <source>Model loading progress</source>
+        <translation>模型加载进度</translation>
+    </message>
+    <message>
         <source>Engine: not loaded</source>
         <translation>引擎：未加载</translation>
     </message>
@@ -1510,6 +1546,10 @@
     <message>
         <source>Open a .gguf file…</source>
         <translation>打开 .gguf 文件…</translation>
+    </message>
+    <message>
+        <source>Models found</source>
+        <translation>找到的模型</translation>
     </message>
     <message>
         <source>Plan this model</source>
@@ -1957,6 +1997,10 @@
     <message>
         <source>GPUs</source>
         <translation>GPU</translation>
+    </message>
+    <message>
+        <source>GPU to add</source>
+        <translation>要添加的 GPU</translation>
     </message>
     <message>
         <source>Add GPU</source>

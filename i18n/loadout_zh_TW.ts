@@ -8,10 +8,6 @@
         <translation>新對話</translation>
     </message>
     <message>
-        <source>No model loaded: load one from the Plan page.</source>
-        <translation>尚未載入模型：請在「計畫」頁載入。</translation>
-    </message>
-    <message>
         <source>The model is loading…</source>
         <translation>模型載入中…</translation>
     </message>
@@ -44,8 +40,24 @@
         <translation>刪除</translation>
     </message>
     <message>
-        <source>System prompt and sampling</source>
-        <translation>系統提示詞與取樣</translation>
+        <source>System prompt and sampling: temperature {temperature}, top-p {top_p}, longest answer {max_tokens} tokens</source>
+        <translation>系統提示詞與取樣：溫度 {temperature}，核取樣 {top_p}，回答最長 {max_tokens} 個詞元</translation>
+    </message>
+    <message>
+        <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
+        <translation>你的問題正在等待模型載入；模型一就緒就會回答。</translation>
+    </message>
+    <message>
+        <source>Your question waits: the engine stopped (see the message above). Load a model to have it answered.</source>
+        <translation>你的問題正在等待：引擎已停止（見上方訊息）。載入一個模型即可得到回答。</translation>
+    </message>
+    <message>
+        <source>Preparing the model…</source>
+        <translation>正在準備模型…</translation>
+    </message>
+    <message>
+        <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
+        <translation>未載入模型：提問即可載入上次的模型，或在「計畫」頁載入一個。</translation>
     </message>
     <message>
         <source>System prompt</source>
@@ -66,6 +78,18 @@
     <message>
         <source>Ask something… (Ctrl+Enter sends)</source>
         <translation>輸入問題…（Ctrl+Enter 傳送）</translation>
+    </message>
+    <message>
+        <source>Question</source>
+        <translation>問題</translation>
+    </message>
+    <message>
+        <source>Conversation</source>
+        <translation>對話</translation>
+    </message>
+    <message>
+        <source>Live decode speed</source>
+        <translation>即時解碼速度</translation>
     </message>
     <message>
         <source>Send</source>
@@ -550,6 +574,10 @@
     <message>
         <source>Everything fits in GPU memory and RAM.</source>
         <translation>全部放得進顯示記憶體與記憶體。</translation>
+    </message>
+    <message>
+        <source>Everything fits in RAM.</source>
+        <translation>全部都能放進記憶體。</translation>
     </message>
     <message>
         <source>It fits only by reading part of the model from disk while it runs: expect a big slowdown.</source>
@@ -1367,6 +1395,14 @@
         <translation>設定</translation>
     </message>
     <message>
+        <source>Pages</source>
+        <translation>頁面</translation>
+    </message>
+    <message>
+        <source>Model loading progress</source>
+        <translation>模型載入進度</translation>
+    </message>
+    <message>
         <source>Engine: not loaded</source>
         <translation>引擎：未載入</translation>
     </message>
@@ -1510,6 +1546,10 @@
     <message>
         <source>Open a .gguf file…</source>
         <translation>開啟 .gguf 檔案…</translation>
+    </message>
+    <message>
+        <source>Models found</source>
+        <translation>找到的模型</translation>
     </message>
     <message>
         <source>Plan this model</source>
@@ -1957,6 +1997,10 @@
     <message>
         <source>GPUs</source>
         <translation>GPU</translation>
+    </message>
+    <message>
+        <source>GPU to add</source>
+        <translation>要新增的 GPU</translation>
     </message>
     <message>
         <source>Add GPU</source>

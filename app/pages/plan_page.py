@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import set_name
 from app.formatting import fmt_seconds, fmt_tokens, fmt_tps
 from app.pages.whatif_dialog import WhatIfDialog
 from app.plan_jobs import run_advice, run_plan, with_gpu_reserve
@@ -410,7 +411,11 @@ class PlanPage(QWidget):
             context=fmt_tokens(int(doc.get("context", 0))), parallel=doc.get("parallel", 1),
             kv=kv_text(str(doc.get("kv_type", "f16"))),
             spec=spec_text(str(spec.get("mode", "off")))))
-        items = [(m.warning, code_sentence(m.code, dict(m.fields))) for m in messages(doc)]
+        on_gpu = any(d.get("kind") == "gpu" and int(d.get("weights_bytes", 0) or 0) > 0
+                     for d in doc.get("devices", []) if isinstance(d, dict))
+        items = [(m.warning, code_sentence(
+            "fits_in_ram" if m.code == "fits" and not on_gpu else m.code, dict(m.fields)))
+            for m in messages(doc)]
         warn_color = warning_color()
         self.messages_label.setText("".join(
             f'<p><span style="color: {warn_color}">⚠</span> {text}</p>' if warn
@@ -453,6 +458,7 @@ class PlanPage(QWidget):
         """Set every visible text in the current language."""
         self._refresh_header()
         self.whatif_button.setText(self.tr("What if…"))
+        set_name(self.context, self.tr("Context"))
         self.back_button.setText(self.tr("Back to this machine"))
         self.load_button.setText(self.tr("Load"))
         self.unload_button.setText(self.tr("Unload"))
