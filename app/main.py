@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import psutil
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QSize, QSocketNotifier, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QIcon
 from PySide6.QtWidgets import (
     QApplication,
@@ -250,6 +254,7 @@ class MainWindow(QMainWindow):
 
     def _on_chat_load_wanted(self) -> None:
         if self.control.reload():
+            self.banner.hide()  # what it said is history: the engine loads again
             return
         path = self.state.model_path or self.startup_model()
         if path is not None:
@@ -398,6 +403,32 @@ class MainWindow(QMainWindow):
         self.runner.shutdown()
 
 
+def _quit_on_termination(app: QApplication) -> QSocketNotifier | None:
+    """SIGTERM / SIGINT (a logout, Ctrl-C, ``kill``) close the app as its window's close
+    button does: the engine is stopped and the conversations saved. Python sees a signal
+    only between Qt's events, so the signal wakes Qt's loop through a socket."""
+    if os.name != "posix":
+        return None
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno())
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_args: None)  # handled below, on the UI thread
+    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, app)
+
+    def on_signal() -> None:
+        with contextlib.suppress(OSError):
+            reader.recv(64)
+        log.info("asked to quit by a signal")
+        app.closeAllWindows()
+        app.quit()
+
+    notifier.activated.connect(on_signal)
+    notifier.sockets = (reader, writer)  # type: ignore[attr-defined]  # live as long as it
+    return notifier
+
+
 def run_app(argv: list[str]) -> int:
     """Create the application, show the main window and run the event loop."""
     app = QApplication.instance() or QApplication(argv)
@@ -423,6 +454,7 @@ def run_app(argv: list[str]) -> int:
             previous_hook(kind, value, tb)
 
     sys.excepthook = excepthook
+    notifier = _quit_on_termination(app)  # noqa: F841 (kept alive while the loop runs)
     window.show()
     try:
         return int(app.exec())
