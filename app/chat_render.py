@@ -38,6 +38,7 @@ _GUARD_STOP = QT_TRANSLATE_NOOP("ChatView", "The loop guard stopped this answer:
 _GUARD_RETRY = QT_TRANSLATE_NOOP("ChatView", "The loop guard saw this answer repeating "
                                              "itself and retried it with penalties.")
 _STOPPED = QT_TRANSLATE_NOOP("ChatView", "Stopped.")
+_CUT_OFF = QT_TRANSLATE_NOOP("ChatView", "Cut off: the answer failed before it ended.")
 _ERROR = QT_TRANSLATE_NOOP("ChatView", "The answer failed: {error}")
 
 
@@ -132,6 +133,8 @@ def render(messages: Sequence[Message], error: str = "", first_block: int = 0,
             notes = []
             if message.finish_reason == "cancelled":
                 notes.append(_tr(_STOPPED))
+            elif message.finish_reason == "error":
+                notes.append(_tr(_CUT_OFF))
             guard = guard_text(message.timings)
             if guard:
                 notes.append(f"⚠ {guard}")

@@ -167,6 +167,10 @@
         <translation>已停止。</translation>
     </message>
     <message>
+        <source>Cut off: the answer failed before it ended.</source>
+        <translation>已中断：回答在结束前失败了。</translation>
+    </message>
+    <message>
         <source>The answer failed: {error}</source>
         <translation>回答失败：{error}</translation>
     </message>

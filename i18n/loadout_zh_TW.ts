@@ -167,6 +167,10 @@
         <translation>已停止。</translation>
     </message>
     <message>
+        <source>Cut off: the answer failed before it ended.</source>
+        <translation>已中斷：回答在結束前失敗了。</translation>
+    </message>
+    <message>
         <source>The answer failed: {error}</source>
         <translation>回答失敗：{error}</translation>
     </message>

@@ -169,6 +169,10 @@ class App:
     def click(self, name: str, timeout_s: float = 60) -> None:
         """Click the middle of the control named ``name`` once it is shown and enabled."""
         control = self.wait_control(name, timeout_s)
+        if control["class"] in ("QCheckBox", "QRadioButton", "QGroupBox"):
+            # its box is at the left (a row may be much wider than box and text)
+            self.click_at(control["x"] + 9, control["y"] + min(control["h"] // 2, 10))
+            return
         self.click_at(control["x"] + control["w"] // 2, control["y"] + control["h"] // 2)
 
     def click_at(self, x: int, y: int) -> None:
