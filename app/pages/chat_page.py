@@ -70,7 +70,7 @@ class ChatPage(QWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._engine = engine
-        self.store = store or ChatStore()
+        self.store = store or ChatStore(wait_for_disk=False)  # the UI never waits on a disk
         self.streamer = ChatStreamer(self)
         self.conversation_id: int | None = None
         self.messages: list[Message] = []
