@@ -1,13 +1,16 @@
 """Accessible names for every control a person uses (what a screen reader says).
 
-A control with its own text (a button, a check box, a group box's title) is named by that
-text; an input beside a form label by the label; one with only a placeholder or a tool
-tip by that. :func:`name_controls` runs after every retranslation of a window, page or
-dialog, so the names follow the language; names a page set itself are left alone.
+Qt already names a control that shows its own text (a button, a check box) by that text,
+as it changes. Every other control is named here: an input beside a form label by the
+label, one with only a placeholder or a tool tip by that, one in a tab or a group box by
+its title. :func:`name_controls` runs after every retranslation of a window, page or
+dialog and when a page is shown, so the names follow the language; names a page set
+itself are left alone.
 """
 
 from __future__ import annotations
 
+from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractItemView,
@@ -89,14 +92,27 @@ def is_part(widget: QWidget) -> bool:
     return isinstance(widget, QHeaderView) or widget.objectName().startswith("qt_")
 
 
+def spoken_name(widget: QWidget) -> str:
+    """The name a screen reader says for ``widget``."""
+    interface = QAccessible.queryAccessibleInterface(widget)
+    if interface is None:
+        return widget.accessibleName()
+    return interface.text(QAccessible.Text.Name) or ""
+
+
 def name_controls(root: QWidget) -> None:
     """Give every control under ``root`` (and ``root``) without a name of its own one."""
     labels = _form_labels(root)
     for widget in [root, *root.findChildren(QWidget)]:
         if not isinstance(widget, CONTROLS) or is_part(widget):
             continue
-        if widget.accessibleName() and not widget.property(AUTO):
+        if widget.property(AUTO):
+            widget.setAccessibleName("")  # derived before: derive again
+            widget.setProperty(AUTO, False)
+        elif widget.accessibleName():
             continue  # named by its page
+        if spoken_name(widget):
+            continue  # Qt names it by its own text
         name = derived_name(widget, labels)
         if name:
             widget.setAccessibleName(name)

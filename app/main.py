@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 from PySide6.QtCore import QEvent, QSize, QSocketNotifier, Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QIcon
+from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
@@ -125,6 +125,9 @@ class MainWindow(QMainWindow):
             self.sidebar.addItem(item)
             self.stack.addWidget(self.pages[key])
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+        for number, key in enumerate(PAGES, start=1):  # Ctrl+1 .. Ctrl+6: the pages
+            shortcut = QShortcut(QKeySequence(f"Ctrl+{number}"), self)
+            shortcut.activated.connect(lambda key=key: self._on_page_shortcut(key))
         self.stack.currentChanged.connect(self._on_stack_changed)
         central = QWidget()
         layout = QHBoxLayout(central)
@@ -188,6 +191,13 @@ class MainWindow(QMainWindow):
     def show_page(self, key: str) -> None:
         """Switch to page ``key`` (one of :data:`PAGES`)."""
         self.sidebar.setCurrentRow(PAGES.index(key))
+
+    def _on_page_shortcut(self, key: str) -> None:
+        self.show_page(key)
+        if key == "chat":
+            self.chat.input.setFocus()
+        else:
+            self.sidebar.setFocus()  # Tab goes on into the page from here
 
     def _on_stack_changed(self, index: int) -> None:
         page = self.stack.widget(index)
@@ -357,6 +367,8 @@ class MainWindow(QMainWindow):
             item = self.sidebar.item(row)
             if item is not None:
                 item.setText(names[key])
+                item.setToolTip(self.tr("{page} (Ctrl+{number})").format(
+                    page=names[key], number=row + 1))
         set_name(self.sidebar, self.tr("Pages"))
         set_name(self.load_progress, self.tr("Model loading progress"))
         self._update_status()

@@ -8,7 +8,7 @@ calls a slot, sets a value or sends an event, so everything a test does goes thr
 same input a person's mouse and keyboard give.
 
 Requests (``op``):
-    ``find``   widgets whose accessible name is ``name`` (all visible ones)
+    ``find``   controls whose accessible name is ``name`` (all visible ones; not labels)
     ``object`` widgets whose object name is ``name``
     ``focus``  the widget with the keyboard focus
     ``texts``  every visible widget's text (of every visible window)
@@ -39,6 +39,8 @@ from PySide6.QtWidgets import (
     QTextEdit,
     QWidget,
 )
+
+from app.accessible import spoken_name
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +90,7 @@ def describe(widget: QWidget) -> dict[str, Any]:
     """Where ``widget`` is on the screen and what it shows."""
     top_left = widget.mapToGlobal(QPoint(0, 0))
     doc: dict[str, Any] = {
-        "name": widget.accessibleName(), "object": widget.objectName(),
+        "name": spoken_name(widget), "object": widget.objectName(),
         "class": type(widget).__name__, "x": top_left.x(), "y": top_left.y(),
         "w": widget.width(), "h": widget.height(), "visible": widget.isVisible(),
         "enabled": widget.isEnabled(), "focused": widget.hasFocus(),
@@ -117,14 +119,15 @@ def answer(request: dict[str, Any]) -> Any:
     op = request.get("op")
     name = str(request.get("name", ""))
     if op == "find":
-        return [describe(w) for w in _visible_widgets() if w.accessibleName() == name]
+        return [describe(w) for w in _visible_widgets()
+                if not isinstance(w, QLabel) and spoken_name(w) == name]
     if op == "object":
         return [describe(w) for w in _visible_widgets() if w.objectName() == name]
     if op == "focus":
         focused = QApplication.focusWidget()
         return describe(focused) if focused is not None else None
     if op == "texts":
-        return [{"class": type(w).__name__, "name": w.accessibleName(),
+        return [{"class": type(w).__name__, "name": spoken_name(w),
                  "text": widget_text(w), "tooltip": w.toolTip(),
                  "items": [i["text"] for i in _items(w)]} for w in _visible_widgets()]
     if op == "windows":

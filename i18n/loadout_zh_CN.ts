@@ -1399,6 +1399,10 @@
         <translation>设置</translation>
     </message>
     <message>
+        <source>{page} (Ctrl+{number})</source>
+        <translation>{page}（Ctrl+{number}）</translation>
+    </message>
+    <message>
         <source>Pages</source>
         <translation>页面</translation>
     </message>

@@ -1399,6 +1399,10 @@
         <translation>設定</translation>
     </message>
     <message>
+        <source>{page} (Ctrl+{number})</source>
+        <translation>{page}（Ctrl+{number}）</translation>
+    </message>
+    <message>
         <source>Pages</source>
         <translation>頁面</translation>
     </message>

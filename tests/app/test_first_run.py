@@ -106,7 +106,7 @@ def test_every_control_of_every_page_has_an_accessible_name(
         qapp: QApplication, fresh_home: Path, rig: Any) -> None:
     from PySide6.QtWidgets import QWidget
 
-    from app.accessible import CONTROLS, is_part
+    from app.accessible import CONTROLS, is_part, spoken_name
     from app.i18n import LanguageSwitcher
     from app.main import PAGES, MainWindow
     from app.settings_store import AppSettings
@@ -128,7 +128,7 @@ def test_every_control_of_every_page_has_an_accessible_name(
             for widget in [*window.findChildren(QWidget),
                            *(w for d in dialogs for w in d.findChildren(QWidget))]:
                 if isinstance(widget, CONTROLS) and widget.isVisible() and not is_part(widget) \
-                        and not widget.accessibleName():
+                        and not spoken_name(widget):
                     unnamed.append(f"{key}: {type(widget).__name__} "
                                    f"{widget.objectName()!r} in "
                                    f"{type(widget.parent()).__name__}")

@@ -284,3 +284,13 @@ def ask(app: App, question: str) -> None:
 
 def engine_status(app: App) -> str:
     return app.text("statusEngine")
+
+
+def tab_to(app: App, name: str, presses: int = 80) -> dict[str, Any]:
+    """Press Tab until the control named ``name`` has the keyboard focus."""
+    for _ in range(presses):
+        focus = app.focus()
+        if focus is not None and focus["name"] == name:
+            return focus
+        app.key("Tab")
+    raise JourneyError(f"Tab never reached {name!r}; screen: {app.screenshot('tab-' + name)}")
