@@ -93,7 +93,11 @@ def is_part(widget: QWidget) -> bool:
 
 
 def spoken_name(widget: QWidget) -> str:
-    """The name a screen reader says for ``widget``."""
+    """The name a screen reader says for ``widget``: its accessible name, else the one Qt
+    gives it (a button's text; on Linux a combo box's current text, its label then
+    coming through an accessibility relation)."""
+    if widget.accessibleName():
+        return widget.accessibleName()
     interface = QAccessible.queryAccessibleInterface(widget)
     if interface is None:
         return widget.accessibleName()
@@ -111,8 +115,8 @@ def name_controls(root: QWidget) -> None:
             widget.setProperty(AUTO, False)
         elif widget.accessibleName():
             continue  # named by its page
-        if spoken_name(widget):
-            continue  # Qt names it by its own text
+        if isinstance(widget, QAbstractButton | QGroupBox | QTabBar) and spoken_name(widget):
+            continue  # Qt names it by its own text (an input's text is its value, not a name)
         name = derived_name(widget, labels)
         if name:
             widget.setAccessibleName(name)

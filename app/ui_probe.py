@@ -78,6 +78,10 @@ def _items(widget: QWidget) -> list[dict[str, Any]]:
                         "w": rect.width(), "h": rect.height(),
                         "selected": item.isSelected()})
     elif isinstance(widget, QTableWidget):
+        for column in range(widget.columnCount()):
+            header = widget.horizontalHeaderItem(column)
+            out.append({"text": header.text() if header is not None else "",
+                        "header": True})
         for row in range(widget.rowCount()):
             cells = [widget.item(row, c) for c in range(widget.columnCount())]
             out.append({"text": " | ".join(c.text() for c in cells if c is not None)})

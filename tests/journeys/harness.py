@@ -262,7 +262,7 @@ LONG_ASK = "Write a very long story about a dragon who learns to cook. Use many 
 
 def current_page(app: App) -> str:
     """The page selected in the sidebar."""
-    pages = app.find("Pages") or {}
+    pages = app.object("sidebar") or {}  # (its accessible name is translated)
     return next((i["text"] for i in pages.get("items", []) if i["selected"]), "")
 
 
