@@ -238,6 +238,7 @@ class MainWindow(QMainWindow):
 
     def _on_profile_read(self, path: Path, profile: object, show: bool) -> None:
         self.state.set_model(path, profile)  # type: ignore[arg-type]
+        self._on_engine_state(self.engine.state)  # Load again, or Load for another model
         if show:
             self.show_page("plan")
 
@@ -309,7 +310,8 @@ class MainWindow(QMainWindow):
         return self.server.binding()
 
     def _on_engine_state(self, state: str) -> None:
-        self.plan.set_engine_state(state)
+        spec = self.engine.spec
+        self.plan.set_engine_state(state, Path(spec.model_path) if spec is not None else None)
         self.load_progress.setVisible(state == "loading")
         self._update_status()
 
@@ -383,7 +385,9 @@ class MainWindow(QMainWindow):
                         "crashed": self.tr("Engine: stopped unexpectedly")}
         self.status_engine.setText(engine_texts.get(self.engine.state, "").format(
             percent=round(self.engine.load_progress * 100)))
-        path = self.state.model_path
+        spec = self.engine.spec  # the model running, else the one selected
+        path = Path(spec.model_path) if spec is not None and self.engine.state in (
+            "loading", "ready") else self.state.model_path
         self.status_model.setText(self.tr("Model: {name}").format(
             name=path.name if path else self.tr("none")))
         decode = self._last_decode_tps

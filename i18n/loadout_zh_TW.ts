@@ -1186,6 +1186,10 @@
 <context>
     <name>GpuRoles</name>
     <message>
+        <source>GPU {index}: {role}</source>
+        <translation>GPU {index}：{role}</translation>
+    </message>
+    <message>
         <source>Let the planner choose</source>
         <translation>交給規劃器決定</translation>
     </message>
@@ -1196,6 +1200,10 @@
     <message>
         <source>Earlier in the order (holds the first layers)</source>
         <translation>順序提前（承載前面的層）</translation>
+    </message>
+    <message>
+        <source>Earlier in the order</source>
+        <translation>順序提前</translation>
     </message>
     <message>
         <source>Later in the order</source>

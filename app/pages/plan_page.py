@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
@@ -104,6 +105,7 @@ class PlanPage(QWidget):
         self.unload_button.setVisible(False)
         self.unload_button.clicked.connect(self.sig_unload_requested.emit)
         self._engine_state = "unloaded"
+        self._engine_model: Path | None = None
         header = QHBoxLayout()
         header.addWidget(self.title, 1)
         header.addWidget(self.machine_label)
@@ -153,6 +155,7 @@ class PlanPage(QWidget):
             speed.addWidget(value, 0, col)
             speed.addWidget(name, 1, col)
         self.fit_label = QLabel()
+        self.fit_label.setObjectName("fitLabel")
         self.fit_label.setWordWrap(True)
         speed.addWidget(self.fit_label, 2, 0, 1, 3)
         self.compare_label = QLabel()
@@ -164,6 +167,7 @@ class PlanPage(QWidget):
         QVBoxLayout(self.map_box).addWidget(self.memory_map)
         self.messages_box = QGroupBox()
         self.messages_label = QLabel()
+        self.messages_label.setObjectName("planMessages")
         self.messages_label.setWordWrap(True)
         self.messages_label.setTextFormat(Qt.TextFormat.RichText)
         QVBoxLayout(self.messages_box).addWidget(self.messages_label)
@@ -344,20 +348,26 @@ class PlanPage(QWidget):
             lines.append(f"<p>• {text}</p>")
         self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
 
-    def set_engine_state(self, state: str) -> None:
-        """Follow the engine's state (Load while none runs, Unload while one does)."""
+    def set_engine_state(self, state: str, model: Path | None = None) -> None:
+        """Follow the engine's state (Load while none runs, Unload while one does) and the
+        model it runs (Load again for that one, Load for another)."""
         self._engine_state = state
+        self._engine_model = model
         self._refresh_load_buttons()
 
     def _refresh_load_buttons(self) -> None:
+        engine_model = self._engine_model
+        selected = self._state.model_path
         running = self._engine_state in ("loading", "ready")
+        this_one = running and (engine_model is None or selected is None
+                                or Path(engine_model) == Path(selected))
         fits = self.last_plan is not None and bool(
             plan_document(self.last_plan).get("fits", False))
         self.load_button.setEnabled(fits and self._engine_state != "stopping")
         self.load_button.setToolTip(
             self.tr("Start the engine with this plan, then chat or serve it.") if fits
             else self.tr("This plan does not fit: change the request to load it."))
-        self.load_button.setText(self.tr("Load again") if running else self.tr("Load"))
+        self.load_button.setText(self.tr("Load again") if this_one else self.tr("Load"))
         self.unload_button.setVisible(running)
 
     def _on_plan_failed(self, _error: BaseException) -> None:
