@@ -250,7 +250,7 @@ class MainWindow(QMainWindow):
         path = self._selected_at_start or self.startup_model()
         if path is None:
             return
-        self.chat.set_load_expected(True)
+        self._expect_load()
         if path == self._selected_at_start and self.state.plan is None:
             self._chat_after_plan = path  # its header is being read: load when planned
         else:
@@ -269,7 +269,7 @@ class MainWindow(QMainWindow):
             return
         path = self.state.model_path or self.startup_model()
         if path is not None:
-            self.chat.set_load_expected(True)
+            self._expect_load()
             self.load_and_chat(path)
 
     def load_and_chat(self, path: Path) -> None:
@@ -287,6 +287,7 @@ class MainWindow(QMainWindow):
             self.show_page("chat")
         else:
             self.chat.set_load_expected(False)
+            self._on_engine_state(self.engine.state)
             self.show_page("plan")  # it says why it does not fit
 
     def load_plan(self) -> None:
@@ -309,9 +310,17 @@ class MainWindow(QMainWindow):
     def _serving_binding(self) -> Binding:
         return self.server.binding()
 
+    def _expect_load(self) -> None:
+        """A load is on its way (the machine and the plan come first): say so at once."""
+        self.chat.set_load_expected(True)
+        self.load_progress.setRange(0, 0)  # busy until the engine reports its progress
+        self.load_progress.setVisible(True)
+        self._update_status()
+
     def _on_engine_state(self, state: str) -> None:
         spec = self.engine.spec
         self.plan.set_engine_state(state, Path(spec.model_path) if spec is not None else None)
+        self.load_progress.setRange(0, 100)
         self.load_progress.setVisible(state == "loading")
         self._update_status()
 
@@ -385,6 +394,8 @@ class MainWindow(QMainWindow):
                         "crashed": self.tr("Engine: stopped unexpectedly")}
         self.status_engine.setText(engine_texts.get(self.engine.state, "").format(
             percent=round(self.engine.load_progress * 100)))
+        if self.chat.load_expected and self.engine.state in ("unloaded", "crashed"):
+            self.status_engine.setText(self.tr("Engine: preparing to load"))
         spec = self.engine.spec  # the model running, else the one selected
         path = Path(spec.model_path) if spec is not None and self.engine.state in (
             "loading", "ready") else self.state.model_path

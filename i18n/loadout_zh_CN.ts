@@ -1439,6 +1439,10 @@
         <translation>引擎：意外停止</translation>
     </message>
     <message>
+        <source>Engine: preparing to load</source>
+        <translation>引擎：准备加载</translation>
+    </message>
+    <message>
         <source>Model: {name}</source>
         <translation>模型：{name}</translation>
     </message>
