@@ -1647,6 +1647,10 @@
         <translation>此计划没有建议。</translation>
     </message>
     <message>
+        <source>This plan is for the what-if rig: go back to this machine to load the model.</source>
+        <translation>此计划针对假设的配置：回到本机才能加载模型。</translation>
+    </message>
+    <message>
         <source>This plan does not fit: change the request to load it.</source>
         <translation>此计划放不下：请修改请求后再加载。</translation>
     </message>

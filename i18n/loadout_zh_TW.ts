@@ -1647,6 +1647,10 @@
         <translation>此計畫沒有建議。</translation>
     </message>
     <message>
+        <source>This plan is for the what-if rig: go back to this machine to load the model.</source>
+        <translation>此計畫針對假設的配置：回到本機才能載入模型。</translation>
+    </message>
+    <message>
         <source>This plan does not fit: change the request to load it.</source>
         <translation>此計畫放不下：請修改請求後再載入。</translation>
     </message>

@@ -363,10 +363,15 @@ class PlanPage(QWidget):
                                 or Path(engine_model) == Path(selected))
         fits = self.last_plan is not None and bool(
             plan_document(self.last_plan).get("fits", False))
-        self.load_button.setEnabled(fits and self._engine_state != "stopping")
-        self.load_button.setToolTip(
-            self.tr("Start the engine with this plan, then chat or serve it.") if fits
-            else self.tr("This plan does not fit: change the request to load it."))
+        whatif = self._state.whatif is not None  # planned for hardware not here
+        self.load_button.setEnabled(fits and not whatif and self._engine_state != "stopping")
+        if whatif:
+            self.load_button.setToolTip(self.tr("This plan is for the what-if rig: go back to "
+                                                "this machine to load the model."))
+        else:
+            self.load_button.setToolTip(
+                self.tr("Start the engine with this plan, then chat or serve it.") if fits
+                else self.tr("This plan does not fit: change the request to load it."))
         self.load_button.setText(self.tr("Load again") if this_one else self.tr("Load"))
         self.unload_button.setVisible(running)
 

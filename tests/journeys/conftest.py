@@ -19,8 +19,6 @@ import pytest
 
 from tests.journeys.harness import ROOT, App, XServer, engine_processes_of, missing_tools
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="session")
 def xserver() -> Iterator[XServer]:

@@ -7,6 +7,8 @@ import signal
 import time
 from collections.abc import Callable
 
+import pytest
+
 from tests.journeys.harness import (
     LONG_ASK,
     QUESTION,
@@ -17,6 +19,8 @@ from tests.journeys.harness import (
     engine_status,
     transcript,
 )
+
+pytestmark = pytest.mark.slow  # a real app, engine and X server each
 
 
 def _answer_so_far(app: App) -> str:

@@ -6,6 +6,8 @@ import json
 import sqlite3
 from collections.abc import Callable
 
+import pytest
+
 from tests.journeys.harness import (
     QUESTION,
     App,
@@ -14,6 +16,8 @@ from tests.journeys.harness import (
     engine_status,
     transcript,
 )
+
+pytestmark = pytest.mark.slow  # a real app, engine and X server each
 
 
 def test_first_run_opens_ready_to_chat_and_answers_a_question_typed_at_once(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from tests.journeys.harness import (
     QUESTION,
     App,
@@ -14,6 +16,8 @@ from tests.journeys.harness import (
 )
 
 PAGES = ("Home", "Models", "Plan", "Chat", "Server", "Settings")
+
+pytestmark = pytest.mark.slow  # a real app, engine and X server each
 
 
 def test_keyboard_only_reaches_every_page_and_does_every_main_action(

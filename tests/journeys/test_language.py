@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.journeys.harness import ROOT, App, current_page, engine_status
 
 PAGES = ("Home", "Models", "Plan", "Chat", "Server", "Settings")
@@ -19,6 +21,8 @@ KEEP = re.compile(
     r"Hugging Face|Ctrl|RAM|VRAM|TTFT|top-p|Top-p|"
     r"f16|q8_0|q4_0|ms|[A-Za-z]:?/[^ ]*|/[^ ]*|\S+\.gguf|\S+\.json|English|sk-loadout-\S*|"
     r"https?://\S+|<[^>]+>|&\w+;")
+
+pytestmark = pytest.mark.slow  # a real app, engine and X server each
 
 
 def _cpu_name() -> str:

@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.gguf_factory import Shape, write_llama
 from tests.journeys.harness import App, answers_shown, ask, current_page, engine_status
 
 DEMO = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+pytestmark = pytest.mark.slow  # a real app, engine and X server each
 
 
 def test_open_a_gguf_plan_it_on_a_what_if_rig_load_chat_and_back_to_the_demo(
@@ -54,6 +58,8 @@ def test_open_a_gguf_plan_it_on_a_what_if_rig_load_chat_and_back_to_the_demo(
     app.wait_for(lambda: "No usable GPU" in app.text("planMessages")
                  or "CPU" in app.text("planMessages"), "the plan without the GPU", 60)
     app.screenshot("gpu-off")
+    load = app.find("Load")
+    assert load is not None and not load["enabled"]  # not a plan for this machine
     app.click("Back to this machine")
     app.wait_for(lambda: app.find("Load") is not None, "Load", 60)
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.journeys.harness import QUESTION, App, engine_status
 
+pytestmark = pytest.mark.slow  # a real app, engine and X server each
+
 
 def _served_url(app: App) -> str:
     text = app.text("serverLocalUrl")
