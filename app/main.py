@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import psutil
-from PySide6.QtCore import QEvent, QSize, QSocketNotifier, Qt, QTimer
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
@@ -44,6 +40,7 @@ from app.pages.server_page import ServerPage
 from app.pages.settings_page import SettingsPage
 from app.settings_store import AppSettings, load_settings
 from app.state import AppState
+from app.termination import quit_on_termination
 from app.theme import apply_theme
 from app.ui_probe import start_if_asked
 from app.widgets.engine_banner import EngineBanner
@@ -430,32 +427,6 @@ class MainWindow(QMainWindow):
         self.runner.shutdown()
 
 
-def _quit_on_termination(app: QApplication) -> QSocketNotifier | None:
-    """SIGTERM / SIGINT (a logout, Ctrl-C, ``kill``) close the app as its window's close
-    button does: the engine is stopped and the conversations saved. Python sees a signal
-    only between Qt's events, so the signal wakes Qt's loop through a socket."""
-    if os.name != "posix":
-        return None
-    reader, writer = socket.socketpair()
-    reader.setblocking(False)
-    writer.setblocking(False)
-    signal.set_wakeup_fd(writer.fileno())
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda *_args: None)  # handled below, on the UI thread
-    notifier = QSocketNotifier(reader.fileno(), QSocketNotifier.Type.Read, app)
-
-    def on_signal() -> None:
-        with contextlib.suppress(OSError):
-            reader.recv(64)
-        log.info("asked to quit by a signal")
-        app.closeAllWindows()
-        app.quit()
-
-    notifier.activated.connect(on_signal)
-    notifier.sockets = (reader, writer)  # type: ignore[attr-defined]  # live as long as it
-    return notifier
-
-
 def run_app(argv: list[str]) -> int:
     """Create the application, show the main window and run the event loop."""
     app = QApplication.instance() or QApplication(argv)
@@ -481,7 +452,7 @@ def run_app(argv: list[str]) -> int:
             previous_hook(kind, value, tb)
 
     sys.excepthook = excepthook
-    notifier = _quit_on_termination(app)  # noqa: F841 (kept alive while the loop runs)
+    notifier = quit_on_termination(app)  # noqa: F841 (kept alive while the loop runs)
     window.show()
     try:
         return int(app.exec())

@@ -13,6 +13,7 @@ from tests.journeys.harness import (
     App,
     answers_shown,
     current_page,
+    engine_processes_of,
     engine_status,
     transcript,
 )
@@ -65,3 +66,7 @@ def test_first_run_opens_ready_to_chat_and_answers_a_question_typed_at_once(
         db.close()
     assert json.loads(sampling) == {"temperature": 0.2, "top_p": 0.9, "max_tokens": 1024}
     assert reason == "stop"  # whole, not cut at a token limit
+    # a logout (SIGTERM) closes it as its close button does: the engine is stopped with it
+    app.close()
+    assert app.process.returncode == 0, app.log_tail()
+    assert not engine_processes_of(app.home)
