@@ -273,6 +273,9 @@ class ChatPage(QWidget):
     def _on_settings_toggled(self, shown: bool) -> None:
         self.settings_body.setVisible(shown)
         self.settings_box.setFlat(not shown)
+        # collapsed: only its title line (the style would draw an empty frame under it)
+        self.settings_box.setMaximumHeight(16777215 if shown else
+                                           max(self.fontMetrics().height(), 16) + 2)
         margin = 9 if shown else 0
         layout = self.settings_box.layout()
         if layout is not None:
