@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.journeys.harness import ROOT, App, XServer, engine_processes_of, missing_tools
+from tests.journeys.harness import ROOT, App, XServer, missing_tools, processes_of
 
 
 @pytest.fixture(scope="session")
@@ -67,11 +67,11 @@ def start_app(xserver: XServer, tmp_path: Path, shots: Path
     finally:
         for app in started:
             app.close()
-        for home in homes:  # the engine ends with its app, within seconds
+        for home in homes:  # the engine and every helper end with their app, in seconds
             deadline = time.monotonic() + 15
-            while engine_processes_of(home) and time.monotonic() < deadline:
+            while processes_of(home) and time.monotonic() < deadline:
                 time.sleep(0.2)
-            left = engine_processes_of(home)
+            left = processes_of(home)
             for process in left:
                 process.kill()
-            assert not left, f"engine processes left behind: {[p.pid for p in left]}"
+            assert not left, f"processes left behind: {[p.cmdline() for p in left]}"

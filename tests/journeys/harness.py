@@ -243,6 +243,19 @@ def _is_engine(process: psutil.Process) -> bool:
         return False
 
 
+def processes_of(home: Path) -> list[psutil.Process]:
+    """Every live process with ``home`` as its profile (the app's helpers, orphans too)."""
+    out = []
+    for process in psutil.process_iter():
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and \
+                    process.environ().get("LOADOUT_HOME") == str(home):
+                out.append(process)
+        except psutil.Error:
+            continue
+    return out
+
+
 def engine_processes_of(home: Path) -> list[psutil.Process]:
     """Every live engine process whose profile is ``home`` (orphans included)."""
     out = []
