@@ -138,14 +138,52 @@ def _cjk_fonts() -> None:
                         stderr=subprocess.DEVNULL)
 
 
+def _qt_libraries(py: Path) -> int:
+    # Qt's X11 plugin aborts with a list of plugins when a system library is missing;
+    # this says which package to install for this OS instead (0: nothing missing).
+    if sys.platform != "linux":
+        return 0
+    return subprocess.call([str(py), "-m", "app.qt_libraries"], cwd=ROOT)
+
+
+JOURNEY_PACKAGES = ("xvfb", "xdotool", "imagemagick", "libxcb-cursor0", "libxkbcommon-x11-0",
+                    "libxcb-icccm4", "libxcb-image0", "libxcb-keysyms1",
+                    "libxcb-render-util0", "libxcb-shape0", "libxcb-randr0", "libxcb-xkb1",
+                    "libegl1", "libgl1", "libfontconfig1", "libdbus-1-3")
+
+
+def _journey_x_packages() -> None:
+    # The journeys (tests/journeys/) drive the real window on an X server: Xvfb, xdotool,
+    # ImageMagick's import for screenshots, and the libraries Qt's X11 plugin needs.
+    # Installed where we can (Debian/Ubuntu as root); elsewhere the journeys report that
+    # they did not run, and why.
+    if sys.platform != "linux" or not shutil.which("apt-get") or os.geteuid() != 0:
+        return
+    if all(shutil.which(tool) for tool in ("Xvfb", "xdotool", "import")) and any(
+            Path(d, "libxcb-cursor.so.0").exists()
+            for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib")):
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *JOURNEY_PACKAGES]
+    if subprocess.call(install, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL) != 0:
+        subprocess.call(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+        subprocess.call(install, env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+
+
 def start(args: list[str]) -> int:
     py = setup("")
+    if not args and _qt_libraries(py) != 0:
+        return 1
     return _run([str(py), "-m", "loadout", *args])
 
 
 def test(args: list[str]) -> int:
     py = setup("dev")
     _cjk_fonts()
+    _journey_x_packages()
     env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
     checks = [
         [str(py), "-m", "ruff", "check", "."],

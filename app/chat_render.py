@@ -38,6 +38,7 @@ _GUARD_STOP = QT_TRANSLATE_NOOP("ChatView", "The loop guard stopped this answer:
 _GUARD_RETRY = QT_TRANSLATE_NOOP("ChatView", "The loop guard saw this answer repeating "
                                              "itself and retried it with penalties.")
 _STOPPED = QT_TRANSLATE_NOOP("ChatView", "Stopped.")
+_CUT_OFF = QT_TRANSLATE_NOOP("ChatView", "Cut off: the answer failed before it ended.")
 _ERROR = QT_TRANSLATE_NOOP("ChatView", "The answer failed: {error}")
 
 
@@ -110,11 +111,13 @@ def _with_copy_links(text: str, blocks: list[str], first: int) -> str:
     return "\n".join(out)
 
 
-def render(messages: Sequence[Message], error: str = "", first_block: int = 0) -> Rendered:
+def render(messages: Sequence[Message], error: str = "", first_block: int = 0,
+           note: str = "") -> Rendered:
     """The transcript of ``messages`` (the system prompt is not shown here).
 
     ``first_block`` numbers the copy links after those of an earlier part of the same
-    transcript (a streaming answer is rendered apart from the messages before it).
+    transcript (a streaming answer is rendered apart from the messages before it);
+    ``note`` is a line shown after them (a question waiting for the model, say).
     """
     blocks: list[str] = []
     parts: list[str] = []
@@ -130,6 +133,8 @@ def render(messages: Sequence[Message], error: str = "", first_block: int = 0) -
             notes = []
             if message.finish_reason == "cancelled":
                 notes.append(_tr(_STOPPED))
+            elif message.finish_reason == "error":
+                notes.append(_tr(_CUT_OFF))
             guard = guard_text(message.timings)
             if guard:
                 notes.append(f"⚠ {guard}")
@@ -141,4 +146,6 @@ def render(messages: Sequence[Message], error: str = "", first_block: int = 0) -
         parts.append("---\n")
     if error:
         parts.append(f"**{_tr(_ERROR).format(error=error)}**\n")
+    if note:
+        parts.append(f"*{note}*\n")
     return Rendered("\n".join(parts), tuple(blocks))

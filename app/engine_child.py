@@ -1,48 +1,86 @@
 """Start the engine so that it ends with the app, even when the app is killed.
 
-``python -m app.engine_child ARGS...`` asks Linux to send this process SIGTERM when its
-parent (the app) dies, then replaces itself with ``python ARGS...`` (the request survives
-``exec``). Without it a crashed or killed app would leave the engine holding the GPU's
-memory. Elsewhere the app starts the engine directly (see :func:`wrapper_arguments`).
+``python -m app.engine_child --lifeline FD -m loadout serve ...`` runs in the engine's
+process before it becomes the engine. It starts :mod:`engine.parent_watch` on the app's
+lifeline pipe (read end ``FD``, inherited; the app holds the write end for its whole
+life, so the pipe ends when the app does, however it ends), asks Linux to also send
+SIGTERM when the parent dies, then runs ``loadout serve`` in this same process, where the
+watch keeps running. Windows starts the engine directly (see :func:`wrapper_arguments`).
 
-No Qt here: this runs in the engine's process before it becomes the engine.
+No Qt here.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import runpy
 import signal
 import sys
 
 PARENT_ENV = "LOADOUT_APP_PID"
 PR_SET_PDEATHSIG = 1
+LIFELINE = "--lifeline"
+
+_lifeline: tuple[int, int] | None = None  # (read end, write end), made once per app
 
 
 def supported() -> bool:
-    """Whether the engine can be tied to the app's life here (Linux)."""
-    return sys.platform.startswith("linux")
+    """Whether the engine can be tied to the app's life here (POSIX systems)."""
+    return os.name == "posix"
+
+
+def lifeline_fd() -> int:
+    """The read end of the app's lifeline pipe, inherited by every engine it starts (the
+    write end stays open, never inherited, until this process ends)."""
+    global _lifeline
+    if _lifeline is None:
+        read_end, write_end = os.pipe()
+        os.set_inheritable(read_end, True)
+        _lifeline = (read_end, write_end)
+    return _lifeline[0]
 
 
 def wrapper_arguments() -> list[str]:
     """The arguments that put this wrapper before the engine's own (none where unsupported)."""
-    return ["-m", "app.engine_child"] if supported() else []
+    if not supported():
+        return []
+    return ["-m", "app.engine_child", LIFELINE, str(lifeline_fd())]
 
 
 def _die_with_parent() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
-        return  # not fatal: the engine still runs, only without this safety
+        return  # not fatal: the lifeline still ends the engine
     expected = os.environ.get(PARENT_ENV)
     if expected and os.getppid() != int(expected):
         sys.exit(0)  # the app died before the request was made
 
 
+def split_lifeline(argv: list[str]) -> tuple[int | None, list[str]]:
+    """``(FD, the rest)`` from ``[--lifeline FD] rest...``."""
+    if len(argv) >= 2 and argv[0] == LIFELINE:
+        try:
+            return int(argv[1]), argv[2:]
+        except ValueError:
+            return None, argv[2:]
+    return None, argv
+
+
 def main(argv: list[str]) -> None:
-    """Tie this process to its parent, then become ``python argv...``."""
-    if supported():
+    """Tie this process to its parent, then run ``python argv...`` in it."""
+    from engine.parent_watch import watch_parent
+
+    fd, rest = split_lifeline(argv)
+    if sys.platform.startswith("linux"):
         _die_with_parent()
-    os.execv(sys.executable, [sys.executable, *argv])
+    expected = os.environ.get(PARENT_ENV)
+    watch_parent(fd, int(expected) if expected and expected.isdigit() else None)
+    if len(rest) >= 2 and rest[0] == "-m":
+        sys.argv = [rest[1], *rest[2:]]
+        runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
+        return
+    os.execv(sys.executable, [sys.executable, *rest])
 
 
 if __name__ == "__main__":

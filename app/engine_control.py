@@ -88,6 +88,15 @@ class EngineControl(QObject):
         self.retry_plan = None
         self.engine.load(spec, self._binding())
 
+    def reload(self) -> bool:
+        """Start the engine again as it was last started (after a crash or an unload);
+        False when none was started yet."""
+        spec, loaded = self.engine.spec, self._loaded
+        if spec is None or loaded is None or self.engine.state in ("loading", "ready"):
+            return False
+        self.engine.load(spec, self._binding())
+        return True
+
     def retry_safer(self) -> bool:
         """Load again with a safer plan: larger reserves and fewer GPU layers.
 

@@ -57,7 +57,10 @@ class LanguageSwitcher:
                 ok = False
             qt_own = QTranslator()  # Qt's own strings (standard buttons, file dialogs)
             folder = QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
-            if qt_own.load(f"qt_{language}", folder):
+            # qtbase_*: the meta catalog qt_* fails to load when one of the modules it
+            # names is not installed (PySide6's wheels leave some out)
+            if qt_own.load(f"qtbase_{language}", folder) or \
+                    qt_own.load(f"qt_{language}", folder):
                 self._translators.append(qt_own)
         for translator in self._translators:
             app.installTranslator(translator)

@@ -9,7 +9,7 @@ from typing import Any
 
 import psutil
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QIcon
+from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import services
+from app.accessible import name_controls, set_name
 from app.cluster_control import ClusterControl
 from app.engine_control import EngineControl
 from app.engine_launch import Binding
@@ -39,7 +40,9 @@ from app.pages.server_page import ServerPage
 from app.pages.settings_page import SettingsPage
 from app.settings_store import AppSettings, load_settings
 from app.state import AppState
+from app.termination import quit_on_termination
 from app.theme import apply_theme
+from app.ui_probe import start_if_asked
 from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from engine import engine_select
@@ -119,6 +122,10 @@ class MainWindow(QMainWindow):
             self.sidebar.addItem(item)
             self.stack.addWidget(self.pages[key])
         self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+        for number, key in enumerate(PAGES, start=1):  # Ctrl+1 .. Ctrl+6: the pages
+            shortcut = QShortcut(QKeySequence(f"Ctrl+{number}"), self)
+            shortcut.activated.connect(lambda key=key: self._on_page_shortcut(key))
+        self.stack.currentChanged.connect(self._on_stack_changed)
         central = QWidget()
         layout = QHBoxLayout(central)
         layout.addWidget(self.sidebar)
@@ -162,22 +169,37 @@ class MainWindow(QMainWindow):
         self.engine.sig_load_progressed.connect(self._on_engine_progress)
         self.control.sig_engine_failed.connect(self.banner.show_death)
         self.chat.sig_answer_finished.connect(self._on_chat_answer)
+        self.chat.sig_load_wanted.connect(self._on_chat_load_wanted)
         self.state.sig_model_changed.connect(self._update_status)
         self.state.sig_detected_changed.connect(self._update_status)
         self.errors.sig_error_reported.connect(
             lambda msg: self.statusBar().showMessage(msg, 10000))
         self.show_page("home")
         self.retranslate()
+        self._selected_at_start: Path | None = None
         if detect:
             self.start_detection()
-            demo = self.models.demo_path
-            if demo is not None:  # something to plan from the first second
-                self.select_model(demo, show=False)
+            first = self.startup_model()
+            if first is not None:  # something to plan from the first second
+                self._selected_at_start = first
+                self.select_model(first, show=False)
 
     # -- navigation -------------------------------------------------------------------
     def show_page(self, key: str) -> None:
         """Switch to page ``key`` (one of :data:`PAGES`)."""
         self.sidebar.setCurrentRow(PAGES.index(key))
+
+    def _on_page_shortcut(self, key: str) -> None:
+        self.show_page(key)
+        if key == "chat":
+            self.chat.input.setFocus()
+        else:
+            self.sidebar.setFocus()  # Tab goes on into the page from here
+
+    def _on_stack_changed(self, index: int) -> None:
+        page = self.stack.widget(index)
+        if page is not None:  # a page may have made new controls since it was last shown
+            name_controls(page)
 
     def current_page(self) -> str:
         """The key of the page shown."""
@@ -213,8 +235,39 @@ class MainWindow(QMainWindow):
 
     def _on_profile_read(self, path: Path, profile: object, show: bool) -> None:
         self.state.set_model(path, profile)  # type: ignore[arg-type]
+        self._on_engine_state(self.engine.state)  # Load again, or Load for another model
         if show:
             self.show_page("plan")
+
+    def start_ready_to_chat(self) -> None:
+        """What the app does when it opens: Chat, the question box focused, and the model
+        loaded last (the demo the first time) loading at once."""
+        self.show_page("chat")
+        self.chat.input.setFocus()
+        path = self._selected_at_start or self.startup_model()
+        if path is None:
+            return
+        self._expect_load()
+        if path == self._selected_at_start and self.state.plan is None:
+            self._chat_after_plan = path  # its header is being read: load when planned
+        else:
+            self.load_and_chat(path)
+
+    def startup_model(self) -> Path | None:
+        """The model loaded last, if it is still there, else the demo."""
+        last = self.state.settings.last_model
+        if last and Path(last).is_file():
+            return Path(last)
+        return self.models.demo_path
+
+    def _on_chat_load_wanted(self) -> None:
+        if self.control.reload():
+            self.banner.hide()  # what it said is history: the engine loads again
+            return
+        path = self.state.model_path or self.startup_model()
+        if path is not None:
+            self._expect_load()
+            self.load_and_chat(path)
 
     def load_and_chat(self, path: Path) -> None:
         """Select ``path``, load it with its plan as soon as that is shown, open the chat."""
@@ -230,12 +283,15 @@ class MainWindow(QMainWindow):
             self.load_plan()
             self.show_page("chat")
         else:
+            self.chat.set_load_expected(False)
+            self._on_engine_state(self.engine.state)
             self.show_page("plan")  # it says why it does not fit
 
     def load_plan(self) -> None:
         """Start the engine with the plan shown (the Plan page's Load button)."""
         self.banner.hide()
-        self.control.load_plan()
+        if self.control.load_plan() and self.state.model_path is not None:
+            self.state.remember_model(Path(self.state.model_path))
 
     def retry_safer(self) -> None:
         """Load again after a crash, with a safer plan."""
@@ -251,8 +307,17 @@ class MainWindow(QMainWindow):
     def _serving_binding(self) -> Binding:
         return self.server.binding()
 
+    def _expect_load(self) -> None:
+        """A load is on its way (the machine and the plan come first): say so at once."""
+        self.chat.set_load_expected(True)
+        self.load_progress.setRange(0, 0)  # busy until the engine reports its progress
+        self.load_progress.setVisible(True)
+        self._update_status()
+
     def _on_engine_state(self, state: str) -> None:
-        self.plan.set_engine_state(state)
+        spec = self.engine.spec
+        self.plan.set_engine_state(state, Path(spec.model_path) if spec is not None else None)
+        self.load_progress.setRange(0, 100)
         self.load_progress.setVisible(state == "loading")
         self._update_status()
 
@@ -310,7 +375,13 @@ class MainWindow(QMainWindow):
             item = self.sidebar.item(row)
             if item is not None:
                 item.setText(names[key])
+                item.setToolTip(self.tr("{page} (Ctrl+{number})").format(
+                    page=names[key], number=row + 1))
+        set_name(self.sidebar, self.tr("Pages"))
+        set_name(self.load_progress, self.tr("Model loading progress"))
         self._update_status()
+        # after every page has retranslated itself (they see the same event)
+        QTimer.singleShot(0, self, lambda: name_controls(self))
 
     def _update_status(self) -> None:
         engine_texts = {"unloaded": self.tr("Engine: not loaded"),
@@ -320,7 +391,11 @@ class MainWindow(QMainWindow):
                         "crashed": self.tr("Engine: stopped unexpectedly")}
         self.status_engine.setText(engine_texts.get(self.engine.state, "").format(
             percent=round(self.engine.load_progress * 100)))
-        path = self.state.model_path
+        if self.chat.load_expected and self.engine.state in ("unloaded", "crashed"):
+            self.status_engine.setText(self.tr("Engine: preparing to load"))
+        spec = self.engine.spec  # the model running, else the one selected
+        path = Path(spec.model_path) if spec is not None and self.engine.state in (
+            "loading", "ready") else self.state.model_path
         self.status_model.setText(self.tr("Model: {name}").format(
             name=path.name if path else self.tr("none")))
         decode = self._last_decode_tps
@@ -365,6 +440,8 @@ def run_app(argv: list[str]) -> int:
     switcher.set_language(settings.language or system_language())
     window = MainWindow(settings, switcher)
     app.setWindowIcon(QIcon(str(ICON)))
+    window.start_ready_to_chat()
+    probe = start_if_asked(window)  # noqa: F841 (tests that drive the window; off by default)
     previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
@@ -375,6 +452,7 @@ def run_app(argv: list[str]) -> int:
             previous_hook(kind, value, tb)
 
     sys.excepthook = excepthook
+    notifier = quit_on_termination(app)  # noqa: F841 (kept alive while the loop runs)
     window.show()
     try:
         return int(app.exec())

@@ -41,6 +41,11 @@ def in_process_enabled() -> bool:
 
 def _child_init() -> None:
     import planner.plan  # noqa: F401  (imported once, before the first request)
+    from engine.parent_watch import watch_parent
+
+    # The pool's queues keep this process waiting for work after the app is gone (it holds
+    # both ends of them): end it with the app, however the app ends.
+    watch_parent(None, os.getppid())
 
 
 def _plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:

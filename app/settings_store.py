@@ -29,6 +29,7 @@ class AppSettings:
     default_task: str = "chat"
     scan_other_apps: bool = True            # list LM Studio, Ollama, HF cache models too
     rpc_workers: tuple[str, ...] = field(default=())  # HOST:PORT of the cluster's workers
+    last_model: str = ""                    # the model loaded last (loaded at start)
 
     def with_changes(self, **changes: Any) -> AppSettings:
         """A copy with some fields changed."""
@@ -64,6 +65,7 @@ def load_settings(path: Path | None = None) -> AppSettings:
             default_task=task if task in TASK_KINDS else defaults.default_task,
             scan_other_apps=bool(doc.get("scan_other_apps", defaults.scan_other_apps)),
             rpc_workers=_worker_addresses(doc.get("rpc_workers", ()), target),
+            last_model=str(doc.get("last_model", "") or ""),
         )
     except (TypeError, ValueError, AttributeError) as exc:
         log.warning("settings file %s has bad values (%s); using defaults", target, exc)

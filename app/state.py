@@ -77,6 +77,16 @@ class AppState(QObject):
         self.plan = plan
         self.sig_plan_changed.emit(plan)
 
+    def remember_model(self, path: Path) -> None:
+        """Save ``path`` as the model to load at the next start (nothing is replanned)."""
+        if self.settings.last_model == str(path):
+            return
+        self.settings = self.settings.with_changes(last_model=str(path))
+        try:
+            save_settings(self.settings)
+        except OSError:
+            log.exception("could not save the settings")
+
     def update_settings(self, settings: AppSettings) -> None:
         """Replace and save the settings."""
         if settings == self.settings:

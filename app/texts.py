@@ -97,6 +97,7 @@ CODE_SENTENCES: dict[str, str] = {
     "remote_not_used": QT_TRANSLATE_NOOP(
         "Codes", "The {workers} remote workers are not used: this machine alone is as fast."),
     "fits": QT_TRANSLATE_NOOP("Codes", "Everything fits in GPU memory and RAM."),
+    "fits_in_ram": QT_TRANSLATE_NOOP("Codes", "Everything fits in RAM."),  # no GPU used
     "fits_with_disk_streaming": QT_TRANSLATE_NOOP(
         "Codes", "It fits only by reading part of the model from disk while it runs: expect a big slowdown."),  # noqa: E501
     "does_not_fit": QT_TRANSLATE_NOOP(

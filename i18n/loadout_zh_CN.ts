@@ -8,10 +8,6 @@
         <translation>新对话</translation>
     </message>
     <message>
-        <source>No model loaded: load one from the Plan page.</source>
-        <translation>尚未加载模型：请在“计划”页加载。</translation>
-    </message>
-    <message>
         <source>The model is loading…</source>
         <translation>模型加载中…</translation>
     </message>
@@ -44,8 +40,24 @@
         <translation>删除</translation>
     </message>
     <message>
-        <source>System prompt and sampling</source>
-        <translation>系统提示词与采样</translation>
+        <source>System prompt and sampling: temperature {temperature}, top-p {top_p}, longest answer {max_tokens} tokens</source>
+        <translation>系统提示词与采样：温度 {temperature}，核采样 {top_p}，回答最长 {max_tokens} 个词元</translation>
+    </message>
+    <message>
+        <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
+        <translation>你的问题正在等待模型加载；模型一就绪就会回答。</translation>
+    </message>
+    <message>
+        <source>Your question waits: the engine stopped (see the message above). Load a model to have it answered.</source>
+        <translation>你的问题正在等待：引擎已停止（见上方消息）。加载一个模型即可得到回答。</translation>
+    </message>
+    <message>
+        <source>Preparing the model…</source>
+        <translation>正在准备模型…</translation>
+    </message>
+    <message>
+        <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
+        <translation>未加载模型：提问即可加载上次的模型，或在“计划”页加载一个。</translation>
     </message>
     <message>
         <source>System prompt</source>
@@ -66,6 +78,18 @@
     <message>
         <source>Ask something… (Ctrl+Enter sends)</source>
         <translation>输入问题…（Ctrl+Enter 发送）</translation>
+    </message>
+    <message>
+        <source>Question</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <source>Conversation</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Live decode speed</source>
+        <translation>实时解码速度</translation>
     </message>
     <message>
         <source>Send</source>
@@ -141,6 +165,10 @@
     <message>
         <source>Stopped.</source>
         <translation>已停止。</translation>
+    </message>
+    <message>
+        <source>Cut off: the answer failed before it ended.</source>
+        <translation>已中断：回答在结束前失败了。</translation>
     </message>
     <message>
         <source>The answer failed: {error}</source>
@@ -550,6 +578,10 @@
     <message>
         <source>Everything fits in GPU memory and RAM.</source>
         <translation>全部放得下显存和内存。</translation>
+    </message>
+    <message>
+        <source>Everything fits in RAM.</source>
+        <translation>全部都能放进内存。</translation>
     </message>
     <message>
         <source>It fits only by reading part of the model from disk while it runs: expect a big slowdown.</source>
@@ -1154,6 +1186,10 @@
 <context>
     <name>GpuRoles</name>
     <message>
+        <source>GPU {index}: {role}</source>
+        <translation>GPU {index}：{role}</translation>
+    </message>
+    <message>
         <source>Let the planner choose</source>
         <translation>交给规划器决定</translation>
     </message>
@@ -1164,6 +1200,10 @@
     <message>
         <source>Earlier in the order (holds the first layers)</source>
         <translation>顺序提前（承载前面的层）</translation>
+    </message>
+    <message>
+        <source>Earlier in the order</source>
+        <translation>顺序提前</translation>
     </message>
     <message>
         <source>Later in the order</source>
@@ -1391,6 +1431,18 @@
         <translation>设置</translation>
     </message>
     <message>
+        <source>{page} (Ctrl+{number})</source>
+        <translation>{page}（Ctrl+{number}）</translation>
+    </message>
+    <message>
+        <source>Pages</source>
+        <translation>页面</translation>
+    </message>
+    <message>
+        <source>Model loading progress</source>
+        <translation>模型加载进度</translation>
+    </message>
+    <message>
         <source>Engine: not loaded</source>
         <translation>引擎：未加载</translation>
     </message>
@@ -1409,6 +1461,10 @@
     <message>
         <source>Engine: stopped unexpectedly</source>
         <translation>引擎：意外停止</translation>
+    </message>
+    <message>
+        <source>Engine: preparing to load</source>
+        <translation>引擎：准备加载</translation>
     </message>
     <message>
         <source>Model: {name}</source>
@@ -1536,6 +1592,10 @@
         <translation>打开 .gguf 文件…</translation>
     </message>
     <message>
+        <source>Models found</source>
+        <translation>找到的模型</translation>
+    </message>
+    <message>
         <source>Plan this model</source>
         <translation>规划此模型</translation>
     </message>
@@ -1621,6 +1681,10 @@
     <message>
         <source>No advice for this plan.</source>
         <translation>此计划没有建议。</translation>
+    </message>
+    <message>
+        <source>This plan is for the what-if rig: go back to this machine to load the model.</source>
+        <translation>此计划针对假设的配置：回到本机才能加载模型。</translation>
     </message>
     <message>
         <source>This plan does not fit: change the request to load it.</source>
@@ -1997,6 +2061,10 @@
     <message>
         <source>GPUs</source>
         <translation>GPU</translation>
+    </message>
+    <message>
+        <source>GPU to add</source>
+        <translation>要添加的 GPU</translation>
     </message>
     <message>
         <source>Add GPU</source>

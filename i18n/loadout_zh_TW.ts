@@ -8,10 +8,6 @@
         <translation>新對話</translation>
     </message>
     <message>
-        <source>No model loaded: load one from the Plan page.</source>
-        <translation>尚未載入模型：請在「計畫」頁載入。</translation>
-    </message>
-    <message>
         <source>The model is loading…</source>
         <translation>模型載入中…</translation>
     </message>
@@ -44,8 +40,24 @@
         <translation>刪除</translation>
     </message>
     <message>
-        <source>System prompt and sampling</source>
-        <translation>系統提示詞與取樣</translation>
+        <source>System prompt and sampling: temperature {temperature}, top-p {top_p}, longest answer {max_tokens} tokens</source>
+        <translation>系統提示詞與取樣：溫度 {temperature}，核取樣 {top_p}，回答最長 {max_tokens} 個詞元</translation>
+    </message>
+    <message>
+        <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
+        <translation>你的問題正在等待模型載入；模型一就緒就會回答。</translation>
+    </message>
+    <message>
+        <source>Your question waits: the engine stopped (see the message above). Load a model to have it answered.</source>
+        <translation>你的問題正在等待：引擎已停止（見上方訊息）。載入一個模型即可得到回答。</translation>
+    </message>
+    <message>
+        <source>Preparing the model…</source>
+        <translation>正在準備模型…</translation>
+    </message>
+    <message>
+        <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
+        <translation>未載入模型：提問即可載入上次的模型，或在「計畫」頁載入一個。</translation>
     </message>
     <message>
         <source>System prompt</source>
@@ -66,6 +78,18 @@
     <message>
         <source>Ask something… (Ctrl+Enter sends)</source>
         <translation>輸入問題…（Ctrl+Enter 傳送）</translation>
+    </message>
+    <message>
+        <source>Question</source>
+        <translation>問題</translation>
+    </message>
+    <message>
+        <source>Conversation</source>
+        <translation>對話</translation>
+    </message>
+    <message>
+        <source>Live decode speed</source>
+        <translation>即時解碼速度</translation>
     </message>
     <message>
         <source>Send</source>
@@ -141,6 +165,10 @@
     <message>
         <source>Stopped.</source>
         <translation>已停止。</translation>
+    </message>
+    <message>
+        <source>Cut off: the answer failed before it ended.</source>
+        <translation>已中斷：回答在結束前失敗了。</translation>
     </message>
     <message>
         <source>The answer failed: {error}</source>
@@ -550,6 +578,10 @@
     <message>
         <source>Everything fits in GPU memory and RAM.</source>
         <translation>全部放得進顯示記憶體與記憶體。</translation>
+    </message>
+    <message>
+        <source>Everything fits in RAM.</source>
+        <translation>全部都能放進記憶體。</translation>
     </message>
     <message>
         <source>It fits only by reading part of the model from disk while it runs: expect a big slowdown.</source>
@@ -1154,6 +1186,10 @@
 <context>
     <name>GpuRoles</name>
     <message>
+        <source>GPU {index}: {role}</source>
+        <translation>GPU {index}：{role}</translation>
+    </message>
+    <message>
         <source>Let the planner choose</source>
         <translation>交給規劃器決定</translation>
     </message>
@@ -1164,6 +1200,10 @@
     <message>
         <source>Earlier in the order (holds the first layers)</source>
         <translation>順序提前（承載前面的層）</translation>
+    </message>
+    <message>
+        <source>Earlier in the order</source>
+        <translation>順序提前</translation>
     </message>
     <message>
         <source>Later in the order</source>
@@ -1391,6 +1431,18 @@
         <translation>設定</translation>
     </message>
     <message>
+        <source>{page} (Ctrl+{number})</source>
+        <translation>{page}（Ctrl+{number}）</translation>
+    </message>
+    <message>
+        <source>Pages</source>
+        <translation>頁面</translation>
+    </message>
+    <message>
+        <source>Model loading progress</source>
+        <translation>模型載入進度</translation>
+    </message>
+    <message>
         <source>Engine: not loaded</source>
         <translation>引擎：未載入</translation>
     </message>
@@ -1409,6 +1461,10 @@
     <message>
         <source>Engine: stopped unexpectedly</source>
         <translation>引擎：意外停止</translation>
+    </message>
+    <message>
+        <source>Engine: preparing to load</source>
+        <translation>引擎：準備載入</translation>
     </message>
     <message>
         <source>Model: {name}</source>
@@ -1536,6 +1592,10 @@
         <translation>開啟 .gguf 檔案…</translation>
     </message>
     <message>
+        <source>Models found</source>
+        <translation>找到的模型</translation>
+    </message>
+    <message>
         <source>Plan this model</source>
         <translation>規劃此模型</translation>
     </message>
@@ -1621,6 +1681,10 @@
     <message>
         <source>No advice for this plan.</source>
         <translation>此計畫沒有建議。</translation>
+    </message>
+    <message>
+        <source>This plan is for the what-if rig: go back to this machine to load the model.</source>
+        <translation>此計畫針對假設的配置：回到本機才能載入模型。</translation>
     </message>
     <message>
         <source>This plan does not fit: change the request to load it.</source>
@@ -1997,6 +2061,10 @@
     <message>
         <source>GPUs</source>
         <translation>GPU</translation>
+    </message>
+    <message>
+        <source>GPU to add</source>
+        <translation>要新增的 GPU</translation>
     </message>
     <message>
         <source>Add GPU</source>

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import set_name
 from app.chat_render import footer_text, speed_figures
 from app.chat_store import DEFAULT_SAMPLING, ChatStore, Message
 from app.chat_streamer import ChatStreamer
@@ -54,17 +55,22 @@ def live_decode_tps(status: dict[str, Any]) -> float | None:
 class ChatPage(QWidget):
     """The chat window.
 
+    A question asked before the engine is ready waits (saved, shown with a note) and is
+    sent as soon as the engine is; when no load is on its way, asking starts one.
+
     Signals:
         sig_answer_finished(object): the :class:`StreamResult` of an answer.
+        sig_load_wanted(): a question waits and no engine is loading: load one.
     """
 
     sig_answer_finished = Signal(object)
+    sig_load_wanted = Signal()
 
     def __init__(self, engine: EngineProcess, store: ChatStore | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._engine = engine
-        self.store = store or ChatStore()
+        self.store = store or ChatStore(wait_for_disk=False)  # the UI never waits on a disk
         self.streamer = ChatStreamer(self)
         self.conversation_id: int | None = None
         self.messages: list[Message] = []
@@ -72,12 +78,16 @@ class ChatPage(QWidget):
         self._loading_conversation = False
         self._closed = False
         self._streaming: tuple[int, int] | None = None  # (conversation, message) answered
+        self._waiting: int | None = None  # the conversation whose question waits
+        self.load_expected = False  # a load is on its way (the plan is being made)
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
         engine.sig_state_changed.connect(self._on_engine_state)
         engine.poller.sig_status_received.connect(self._on_engine_status)
         self.reload_conversations()
+        if self.conversation_id is None:
+            self.open_conversation(None)
         self.retranslate()
 
     # -- layout -----------------------------------------------------------------------
@@ -116,6 +126,7 @@ class ChatPage(QWidget):
         self.top_p.setSingleStep(0.05)
         self.max_tokens = QSpinBox()
         self.max_tokens.setRange(1, 1 << 20)
+        self._show_sampling(DEFAULT_SAMPLING)
         self.settings_body = QWidget()
         form = QFormLayout(self.settings_body)
         form.setContentsMargins(0, 0, 0, 0)
@@ -202,10 +213,9 @@ class ChatPage(QWidget):
         sampling = {**DEFAULT_SAMPLING, **(conv.sampling if conv else {})}
         self._loading_conversation = True
         self.system_prompt.setPlainText(conv.system_prompt if conv else "")
-        self.temperature.setValue(float(sampling["temperature"]))
-        self.top_p.setValue(float(sampling["top_p"]))
-        self.max_tokens.setValue(int(sampling["max_tokens"]))
+        self._show_sampling(sampling)
         self._loading_conversation = False
+        self._refresh_settings_title()
         self.messages = self.store.messages(conversation_id) if conversation_id else []
         self.last_error = ""
         last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
@@ -236,20 +246,36 @@ class ChatPage(QWidget):
         if item is not None:
             self.open_conversation(int(item.data(Qt.ItemDataRole.UserRole)))
 
+    def _show_sampling(self, sampling: dict[str, Any]) -> None:
+        self.temperature.setValue(float(sampling["temperature"]))
+        self.top_p.setValue(float(sampling["top_p"]))
+        self.max_tokens.setValue(int(sampling["max_tokens"]))
+
     def sampling(self) -> dict[str, Any]:
         """The sampling settings shown (saved with the conversation)."""
         return {"temperature": round(self.temperature.value(), 3),
                 "top_p": round(self.top_p.value(), 3), "max_tokens": self.max_tokens.value()}
 
     def _save_settings(self) -> None:
+        self._refresh_settings_title()
         if self._loading_conversation or self.conversation_id is None:
             return
         self.store.update(self.conversation_id, system_prompt=self.system_prompt.toPlainText(),
                           sampling=self.sampling())
 
+    def _refresh_settings_title(self) -> None:
+        self.settings_box.setTitle(self.tr(
+            "System prompt and sampling: temperature {temperature}, top-p {top_p}, "
+            "longest answer {max_tokens} tokens").format(
+                temperature=f"{self.temperature.value():.2g}",
+                top_p=f"{self.top_p.value():.2g}", max_tokens=self.max_tokens.value()))
+
     def _on_settings_toggled(self, shown: bool) -> None:
         self.settings_body.setVisible(shown)
         self.settings_box.setFlat(not shown)
+        # collapsed: only its title line (the style would draw an empty frame under it)
+        self.settings_box.setMaximumHeight(16777215 if shown else
+                                           max(self.fontMetrics().height(), 16) + 2)
         margin = 9 if shown else 0
         layout = self.settings_box.layout()
         if layout is not None:
@@ -257,10 +283,12 @@ class ChatPage(QWidget):
 
     # -- asking -----------------------------------------------------------------------
     def send(self, text: str | None = None) -> bool:
-        """Ask ``text`` (default: the input box); False when nothing could be sent."""
+        """Ask ``text`` (default: the input box); False when nothing could be sent.
+
+        Before the engine is ready the question is saved and waits for it.
+        """
         question = (self.input.toPlainText() if text is None else text).strip()
-        endpoint = self._engine.endpoint if self._engine.state == "ready" else None
-        if not question or endpoint is None or self.streamer.busy:
+        if not question or self.streamer.busy or self._waiting is not None:
             return False
         if self.conversation_id is None:
             title = " ".join(question.split())[:TITLE_CHARS]
@@ -269,8 +297,37 @@ class ChatPage(QWidget):
             self.reload_conversations()
         self.store.add_message(self.conversation_id, "user", question)
         self.input.clear()
-        self._ask(endpoint)
+        endpoint = self._engine.endpoint if self._engine.state == "ready" else None
+        if endpoint is not None:
+            self._ask(endpoint)
+            return True
+        self._waiting = self.conversation_id
+        self.messages = self.store.messages(self.conversation_id)
+        self.last_error = ""
+        self._render()
+        self._refresh_buttons()
+        if self._engine.state != "loading" and not self.load_expected:
+            self.sig_load_wanted.emit()
         return True
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a question waits for the engine."""
+        return self._waiting is not None
+
+    def set_load_expected(self, expected: bool) -> None:
+        """Say that a load is (or no longer is) on its way before the engine starts."""
+        self.load_expected = expected
+        self._refresh_engine_label()
+
+    def _ask_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, None
+        endpoint = self._engine.endpoint
+        if waiting is None or endpoint is None or self._closed:
+            return
+        if waiting != self.conversation_id:
+            self.open_conversation(waiting)
+        self._ask(endpoint)
 
     def _ask(self, endpoint: Endpoint) -> None:
         assert self.conversation_id is not None
@@ -291,7 +348,11 @@ class ChatPage(QWidget):
         self._refresh_buttons()
 
     def stop(self) -> None:
-        """Stop the answer streaming (what arrived is kept)."""
+        """Stop the answer streaming (what arrived is kept), or stop a question waiting."""
+        if self._waiting is not None:
+            self._waiting = None
+            self._render()
+            self._refresh_buttons()
         self.streamer.stop()
 
     def regenerate(self) -> None:
@@ -307,7 +368,7 @@ class ChatPage(QWidget):
 
     def edit_last_question(self) -> None:
         """Put the last question back in the input box (it and its answer are removed)."""
-        if self.conversation_id is None or self.streamer.busy:
+        if self.conversation_id is None or self.streamer.busy or self._waiting is not None:
             return
         messages = self.store.messages(self.conversation_id)
         last = next((m for m in reversed(messages) if m.role == "user"), None)
@@ -347,12 +408,26 @@ class ChatPage(QWidget):
         if tps is not None:
             self.chart.add(tps)
 
-    def _on_engine_state(self, _state: str) -> None:
+    def _on_engine_state(self, state: str) -> None:
+        if state in ("loading", "ready", "crashed"):
+            self.load_expected = False
         self._refresh_engine_label()
+        if state == "ready" and self._waiting is not None and not self.streamer.busy:
+            self._ask_waiting()
+            return
+        if self._waiting is not None:
+            self._render()
         self._refresh_buttons()
 
     def _render(self) -> None:
-        self.transcript.show_messages(self.messages, self.last_error)
+        note = ""
+        if self._waiting is not None and self._waiting == self.conversation_id:
+            note = self.tr("Your question waits for the model to load; it is answered as "
+                           "soon as the model is ready.")
+            if self._engine.state == "crashed":
+                note = self.tr("Your question waits: the engine stopped (see the message "
+                               "above). Load a model to have it answered.")
+        self.transcript.show_messages(self.messages, self.last_error, note)
 
     def _render_streaming(self) -> None:
         self.transcript.show_streaming(self.messages)
@@ -370,14 +445,18 @@ class ChatPage(QWidget):
         ready = self._engine.state == "ready"
         busy = self.streamer.busy
         has_messages = bool(self.messages)
-        self.send_button.setEnabled(ready and not busy)
-        self.stop_button.setEnabled(busy)
+        self.send_button.setEnabled(not busy and self._waiting is None)
+        self.stop_button.setEnabled(busy or self._waiting is not None)
         self.regenerate_button.setEnabled(ready and not busy and has_messages)
-        self.edit_button.setEnabled(not busy and has_messages)
+        self.edit_button.setEnabled(not busy and has_messages and self._waiting is None)
         self.delete_button.setEnabled(self.conversation_id is not None and not busy)
 
     def _refresh_engine_label(self) -> None:
-        names = {"unloaded": self.tr("No model loaded: load one from the Plan page."),
+        if self.load_expected and self._engine.state in ("unloaded", "crashed"):
+            self.engine_label.setText(self.tr("Preparing the model…"))
+            return
+        names = {"unloaded": self.tr("No model loaded: ask a question to load the last "
+                                     "one, or load one from the Plan page."),
                  "loading": self.tr("The model is loading…"),
                  "ready": self.tr("Ready"),
                  "stopping": self.tr("Unloading…"),
@@ -402,12 +481,16 @@ class ChatPage(QWidget):
         self.list_label.setText(self.tr("Conversations"))
         self.new_button.setText(self.tr("New"))
         self.delete_button.setText(self.tr("Delete"))
-        self.settings_box.setTitle(self.tr("System prompt and sampling"))
+        self._refresh_settings_title()
         for label, text in zip(self.form_labels, (
                 self.tr("System prompt"), self.tr("Temperature"), self.tr("Top-p"),
                 self.tr("Longest answer (tokens)")), strict=True):
             label.setText(text)
         self.input.setPlaceholderText(self.tr("Ask something… (Ctrl+Enter sends)"))
+        set_name(self.input, self.tr("Question"))
+        set_name(self.transcript, self.tr("Conversation"))
+        set_name(self.conversation_list, self.tr("Conversations"))
+        set_name(self.chart, self.tr("Live decode speed"))
         self.send_button.setText(self.tr("Send"))
         self.stop_button.setText(self.tr("Stop"))
         self.regenerate_button.setText(self.tr("Regenerate"))

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import name_controls
 from app.pages.wizard_choose import ChooseStep
 from app.pages.wizard_download import BUSY_STAGES, DownloadStep
 from app.pages.wizard_steps import DoneStep, MachineStep, TaskStep
@@ -237,3 +238,4 @@ class ModelWizard(QDialog):
         self.back_button.setText(self.tr("Back"))
         self.close_button.setText(self.tr("Close"))
         self._refresh_nav()
+        name_controls(self)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import set_name
 from app.formatting import fmt_bytes
 from app.pages.model_wizard import ModelWizard
 from app.state import AppState
@@ -136,6 +137,7 @@ class ModelsPage(QWidget):
     def retranslate(self) -> None:
         """Set every visible text in the current language."""
         self.title.setText(self.tr("Models"))
+        set_name(self.list, self.tr("Models found"))
         self.open_button.setText(self.tr("Open a .gguf file…"))
         self.use_button.setText(self.tr("Plan this model"))
         self.rescan_button.setText(self.tr("Look again"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import set_name
 from app.formatting import fmt_seconds, fmt_tokens, fmt_tps
 from app.pages.whatif_dialog import WhatIfDialog
 from app.plan_jobs import run_advice, run_plan, with_gpu_reserve
@@ -105,6 +107,7 @@ class PlanPage(QWidget):
         self.unload_button.setVisible(False)
         self.unload_button.clicked.connect(self.sig_unload_requested.emit)
         self._engine_state = "unloaded"
+        self._engine_model: Path | None = None
         header = QHBoxLayout()
         header.addWidget(self.title, 1)
         header.addWidget(self.machine_label)
@@ -154,6 +157,7 @@ class PlanPage(QWidget):
             speed.addWidget(value, 0, col)
             speed.addWidget(name, 1, col)
         self.fit_label = QLabel()
+        self.fit_label.setObjectName("fitLabel")
         self.fit_label.setWordWrap(True)
         speed.addWidget(self.fit_label, 2, 0, 1, 3)
         self.compare_label = QLabel()
@@ -169,6 +173,7 @@ class PlanPage(QWidget):
         QVBoxLayout(self.map_box).addWidget(self.memory_map)
         self.messages_box = QGroupBox()
         self.messages_label = QLabel()
+        self.messages_label.setObjectName("planMessages")
         self.messages_label.setWordWrap(True)
         self.messages_label.setTextFormat(Qt.TextFormat.RichText)
         QVBoxLayout(self.messages_box).addWidget(self.messages_label)
@@ -356,20 +361,31 @@ class PlanPage(QWidget):
             lines.append(f"<p>• {text}</p>")
         self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
 
-    def set_engine_state(self, state: str) -> None:
-        """Follow the engine's state (Load while none runs, Unload while one does)."""
+    def set_engine_state(self, state: str, model: Path | None = None) -> None:
+        """Follow the engine's state (Load while none runs, Unload while one does) and the
+        model it runs (Load again for that one, Load for another)."""
         self._engine_state = state
+        self._engine_model = model
         self._refresh_load_buttons()
 
     def _refresh_load_buttons(self) -> None:
+        engine_model = self._engine_model
+        selected = self._state.model_path
         running = self._engine_state in ("loading", "ready")
+        this_one = running and (engine_model is None or selected is None
+                                or Path(engine_model) == Path(selected))
         fits = self.last_plan is not None and bool(
             plan_document(self.last_plan).get("fits", False))
-        self.load_button.setEnabled(fits and self._engine_state != "stopping")
-        self.load_button.setToolTip(
-            self.tr("Start the engine with this plan, then chat or serve it.") if fits
-            else self.tr("This plan does not fit: change the request to load it."))
-        self.load_button.setText(self.tr("Load again") if running else self.tr("Load"))
+        whatif = self._state.whatif is not None  # planned for hardware not here
+        self.load_button.setEnabled(fits and not whatif and self._engine_state != "stopping")
+        if whatif:
+            self.load_button.setToolTip(self.tr("This plan is for the what-if rig: go back to "
+                                                "this machine to load the model."))
+        else:
+            self.load_button.setToolTip(
+                self.tr("Start the engine with this plan, then chat or serve it.") if fits
+                else self.tr("This plan does not fit: change the request to load it."))
+        self.load_button.setText(self.tr("Load again") if this_one else self.tr("Load"))
         self.unload_button.setVisible(running)
 
     def _on_plan_failed(self, _error: BaseException) -> None:
@@ -428,7 +444,11 @@ class PlanPage(QWidget):
         check = dry_run.check_of(plan)
         if check is not None:
             self.fit_label.setText(self.fit_label.text() + " " + self._check_text(check))
-        items = [(m.warning, code_sentence(m.code, dict(m.fields))) for m in messages(doc)]
+        on_gpu = any(d.get("kind") == "gpu" and int(d.get("weights_bytes", 0) or 0) > 0
+                     for d in doc.get("devices", []) if isinstance(d, dict))
+        items = [(m.warning, code_sentence(
+            "fits_in_ram" if m.code == "fits" and not on_gpu else m.code, dict(m.fields)))
+            for m in messages(doc)]
         warn_color = warning_color()
         self.messages_label.setText("".join(
             f'<p><span style="color: {warn_color}">⚠</span> {text}</p>' if warn
@@ -493,6 +513,7 @@ class PlanPage(QWidget):
         """Set every visible text in the current language."""
         self._refresh_header()
         self.whatif_button.setText(self.tr("What if…"))
+        set_name(self.context, self.tr("Context"))
         self.back_button.setText(self.tr("Back to this machine"))
         self.load_button.setText(self.tr("Load"))
         self.unload_button.setText(self.tr("Unload"))

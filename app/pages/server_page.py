@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import set_name
 from app.engine_launch import Binding, lan_address, needs_restart, new_api_key
 from app.engine_process import EngineProcess
 from app.formatting import fmt_bytes, fmt_tps
@@ -96,6 +97,8 @@ class ServerPage(QWidget):
         self.address_box = QGroupBox()
         self.local_url = QLabel()
         self.lan_url = QLabel()
+        self.local_url.setObjectName("serverLocalUrl")
+        self.lan_url.setObjectName("serverLanUrl")
         for label in (self.local_url, self.lan_url):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.copy_url_button = QPushButton()
@@ -292,6 +295,7 @@ class ServerPage(QWidget):
         self.lan.setToolTip(self.tr("Restarts the engine listening on every network "
                                     "interface; clients must then send the API key."))
         self.key.setPlaceholderText(self.tr("Only needed for other devices"))
+        set_name(self.key, self.tr("API key"))
         self.new_key_button.setText(self.tr("New key"))
         self.copy_key_button.setText(self.tr("Copy key"))
         self.address_box.setTitle(self.tr("Address and examples"))

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import set_name
 from app.cluster_control import ClusterControl
 from app.formatting import GIB, MIB
 from app.i18n import LANGUAGES
@@ -132,6 +133,7 @@ class SettingsPage(QWidget):
     def retranslate(self) -> None:
         """Set every visible text in the current language."""
         self.title.setText(self.tr("Settings"))
+        set_name(self.folders, self.tr("Model folders"))
         names = [self.tr("Model folders"), self.tr("Language"), self.tr("Theme"),
                  self.tr("Kept free on each GPU"), self.tr("Kept free in RAM"),
                  self.tr("Default task"), self.tr("Log folder")]

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import services
+from app.accessible import name_controls, set_name
 from app.formatting import GIB, fmt_bytes, fmt_gbps
 from planner.gpus import GPU_TABLE
 from planner.inventory import Inventory
@@ -143,6 +144,8 @@ class WhatIfDialog(QDialog):
         """Set every visible text in the current language."""
         self.setWindowTitle(self.tr("What if: edit the machine"))
         self.gpus_label.setText(self.tr("GPUs"))
+        set_name(self.gpu_list, self.tr("GPUs"))
+        set_name(self.card, self.tr("GPU to add"))
         self.add_button.setText(self.tr("Add GPU"))
         self.remove_button.setText(self.tr("Remove selected"))
         self.ram_label.setText(self.tr("RAM"))
@@ -151,6 +154,7 @@ class WhatIfDialog(QDialog):
         self.save_button.setText(self.tr("Save rig file…"))
         self.reset_button.setText(self.tr("Back to this machine"))
         self.reset_button.setEnabled(self._detected is not None)
+        name_controls(self)
 
     def _on_add_clicked(self) -> None:
         self.add_gpu(str(self.card.currentData()))

@@ -40,6 +40,7 @@ class EngineBanner(QFrame):
         self.setObjectName("engineBanner")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.message = QLabel()
+        self.message.setObjectName("engineBannerMessage")
         self.message.setWordWrap(True)
         self.log_view = QPlainTextEdit()
         self.log_view.setReadOnly(True)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.accessible import set_name
 from app.texts import role_text
 
 log = logging.getLogger(__name__)
@@ -94,14 +95,18 @@ class GpuRoles(QWidget):
 
     def retranslate(self) -> None:
         """Set every visible text in the current language."""
-        for (_index, role), button in self.buttons.items():
+        for (index, role), button in self.buttons.items():
             button.setText(role_text(role))
+            set_name(button, self.tr("GPU {index}: {role}").format(
+                index=index, role=role_text(role)))
         self.reset_button.setText(self.tr("Let the planner choose"))
         self.empty.setText(self.tr("No GPU: everything runs on the CPU."))
         for widget in self.findChildren(QToolButton, "moveUp"):
             widget.setToolTip(self.tr("Earlier in the order (holds the first layers)"))
+            set_name(widget, self.tr("Earlier in the order"))
         for widget in self.findChildren(QToolButton, "moveDown"):
             widget.setToolTip(self.tr("Later in the order"))
+            set_name(widget, self.tr("Later in the order"))
 
     def _rebuild(self) -> None:
         while self._grid.count():

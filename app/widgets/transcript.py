@@ -31,10 +31,11 @@ class TranscriptView(QTextBrowser):
         self._tail_start: int | None = None  # where the streaming answer starts
         self._history_blocks: tuple[str, ...] = ()
 
-    def show_messages(self, messages: Sequence[Message], error: str = "") -> None:
-        """Render the whole conversation (opened, or an answer finished)."""
+    def show_messages(self, messages: Sequence[Message], error: str = "",
+                      note: str = "") -> None:
+        """Render the whole conversation (opened, or an answer finished), then ``note``."""
         self._tail_start = None
-        rendered = render(messages, error)
+        rendered = render(messages, error, note=note)
         self.code_blocks = rendered.code_blocks
         self._keep_scrolled(lambda: self.setMarkdown(rendered.markdown))
 

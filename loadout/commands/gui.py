@@ -27,6 +27,12 @@ def run(args: argparse.Namespace) -> int:
         from loadout.commands import serve
 
         return serve.run(build_parser().parse_args(["serve", "demo"]))
+    from app.qt_libraries import check
+
+    missing = check()  # Qt would abort with a list of plugins, not what to install
+    if missing is not None:
+        print(missing.message(), file=sys.stderr, flush=True)
+        return 1
     from app.main import run_app
 
     return run_app([sys.argv[0]])

@@ -54,3 +54,30 @@ def test_the_engine_ends_when_the_app_is_killed() -> None:
     finally:
         parent.kill()
         parent.wait(10)
+
+
+@pytest.mark.skipif(not supported(), reason="the lifeline pipe is inherited on POSIX")
+def test_the_engine_ends_when_the_apps_lifeline_closes_though_its_parent_lives(
+        tmp_path: Path) -> None:
+    # the wrapper runs the module in its own process, with the watch on the pipe
+    (tmp_path / "idle_engine.py").write_text("import time\nprint('serving', flush=True)\n"
+                                            "time.sleep(120)\n")
+    read_end, write_end = os.pipe()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT), str(tmp_path))),
+           "LOADOUT_APP_PID": str(os.getpid())}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "app.engine_child", "--lifeline", str(read_end), "-m",
+         "idle_engine"], pass_fds=(read_end,), env=env, cwd=ROOT, stdout=subprocess.PIPE,
+        text=True)
+    try:
+        os.close(read_end)
+        assert child.stdout is not None and child.stdout.readline().strip() == "serving"
+        time.sleep(0.5)
+        assert child.poll() is None  # the app lives: the engine serves
+        started = time.monotonic()
+        os.close(write_end)  # the app ends (the kernel closes its end of the pipe)
+        child.wait(10)
+        assert time.monotonic() - started < 6
+    finally:
+        child.kill()
+        child.wait(10)

@@ -37,5 +37,5 @@ def test_run_app_opens_the_main_window_and_returns_on_quit(loadout_home: Path) -
     done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "windows 1 Loadout 6 home" in done.stdout
+    assert "windows 1 Loadout 6 chat" in done.stdout
     assert "model SmolLM2-135M-Instruct.Q4_1.gguf" in done.stdout  # planned from the start
