@@ -66,6 +66,10 @@ class GraphParams:
     input_device: str = "host"
     mtp: bool = False   # the MTP draft graph: embeddings + the trunk's hidden state in
     output_copy: int = 0  # a host output weight copied to the output device (op offload)
+    output_weight: int = 0  # bytes of the output head's weight (copied if the head moves)
+    # per device, the largest tensor its kernels take (Vulkan: maxStorageBufferRange);
+    # ggml's scheduler runs an op with a larger source or result on the CPU instead
+    op_limits: tuple[tuple[str, int], ...] = ()
 
 
 class _Builder:
@@ -98,6 +102,11 @@ class _Builder:
             if size == 0:
                 return None
             self._inputs[key] = self.g.input(size, dev)
+            if dev != "host" and (name, "host") not in self._inputs:
+                # the scheduler keeps every graph input in the CPU backend's buffer and
+                # copies it to each device that reads it
+                self._inputs[(name, "host")] = host = self.g.input(size, "host")
+                self.g.leafs.append(host)
         return self._inputs[key]
 
     def _mask_cells(self, swa: bool) -> int:
@@ -250,13 +259,22 @@ class _Builder:
                 cur = self.norm(cur, dev)
             inp = g.op(cur.size, dev, cur, res, inplace=True)
         if with_output:
+            size, head_dev = p.n_vocab * p.n_outputs * F32, p.output_device
+            # an op whose result is too large for the device's kernels runs on the CPU:
+            # a device's head weight and the normed hidden state are copied to the host
+            too_big = size > dict(p.op_limits).get(head_dev, size)
             copy = None
-            if p.output_copy:
+            if p.output_copy and not too_big:  # a host head weight copied in (op offload)
                 copy = g.op(p.output_copy, p.output_device, self.tokens)
                 g.expand(copy)
             out = self.norm(self.move(inp, p.output_device), p.output_device)
             g.mark_output(out)                              # t_embd is kept
-            logits = g.op(p.n_vocab * p.n_outputs * F32, p.output_device, out, copy)
+            if too_big:
+                head_dev = "host"
+                if p.output_weight and not p.output_copy:
+                    copy = g.op(p.output_weight, head_dev, out)
+                out = self.move(out, head_dev)
+            logits = g.op(size, head_dev, out, copy)
             g.mark_output(logits)
             g.expand(logits)
         else:

@@ -214,9 +214,13 @@ def _rot(type_name: str, head_dim: int, grow: bool) -> int:
     return n
 
 
-def estimate(profile: ModelProfile, config: MemoryConfig,
-             placement: Placement) -> tuple[DeviceMemory, ...]:
+def estimate(profile: ModelProfile, config: MemoryConfig, placement: Placement,
+             op_limits: tuple[tuple[str, int], ...] = ()) -> tuple[DeviceMemory, ...]:
     """Bytes per device llama.cpp will allocate for ``profile`` under ``config``.
+
+    Args:
+        op_limits: per GPU device, the largest tensor its kernels take (see
+            :attr:`planner.inventory.Gpu.max_tensor_bytes`); none: no limit.
 
     Returns one :class:`DeviceMemory` per device named in ``placement`` (host first).
     Pure arithmetic over the profile's per-layer sums; cheap enough to call in loops.
@@ -246,7 +250,7 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
             layers_of[dev].append(la)
         else:
             mtp.append((la, dev))
-    compute = _compute(profile, config, size, placement, devices, layers_of, mtp)
+    compute = _compute(profile, config, size, placement, devices, layers_of, mtp, op_limits)
     outputs = 2 if config.load_mtp and mtp else 1  # the MTP context has its own
     out = []
     for d in devices:
@@ -260,7 +264,8 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
 def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
              placement: Placement, devices: list[str],
              layers_of: dict[str, list[LayerProfile]],
-             mtp: list[tuple[LayerProfile, str]]) -> dict[str, int]:
+             mtp: list[tuple[LayerProfile, str]],
+             op_limits: tuple[tuple[str, int], ...] = ()) -> dict[str, int]:
     result = dict.fromkeys(devices, 0)
     ordered = [(la, d) for d in devices for la in layers_of[d]]
     ordered.sort(key=lambda item: item[0].index)
@@ -288,7 +293,9 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
         output_device=offload if placement.output_device == HOST and offload
         else placement.output_device,
         output_copy=profile.output_bytes or profile.token_embd_bytes
-        if placement.output_device == HOST and offload else 0)
+        if placement.output_device == HOST and offload else 0,
+        output_weight=profile.output_bytes or profile.token_embd_bytes,
+        op_limits=tuple(sorted(op_limits)))
     for dev, nbytes in compute_bytes(shapes, params, True):
         result[dev] = result.get(dev, 0) + nbytes
     if config.load_mtp and mtp:
