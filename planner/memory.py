@@ -277,7 +277,7 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
     shapes = tuple(_compress(tuple(
         _offloaded(_layer_shape(profile, la, config, size, d,
                                 experts[min(la.index, len(experts) - 1)] if experts else d),
-                   la, offload)
+                   la, offload, _kv_split(profile, la, config))
         for la, d in ordered)))
     attn = [la for la, _ in ordered if la.n_head_kv]
     head_k = attn[0].head_dim_k if attn else 0
@@ -304,13 +304,30 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
     return result
 
 
-def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None) -> LayerShape:
-    """A host layer's share of the graph when a GPU takes its matmuls (op offload): the
-    weights of each split are copied in; attention stays with the KV cache in host memory."""
+def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None,
+               kv: tuple[int, int]) -> LayerShape:
+    """A host layer's share of the graph when a GPU runs it for prompt batches (op
+    offload: ggml's scheduler sends every op that reads a host weight to the GPU and
+    the ops between them follow): the weights of each split are copied in, the new K/V
+    rows go back to the host cache and the cache is copied in for attention."""
     if shape.device != HOST or offload is None:
         return shape
     copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4  # ~ not q/k/v
-    return replace(shape, device=offload, attn_device=HOST, offload_copy=copied // 3)
+    if shape.kind != "attn":
+        return replace(shape, device=offload, attn_device=HOST, offload_copy=copied // 3)
+    return replace(shape, device=offload, attn_device=offload, offload_copy=copied // 3,
+                   kv_host_k=kv[0], kv_host_v=kv[1])
+
+
+def _kv_split(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig) -> tuple[int, int]:
+    """Bytes of one layer's K cache and V cache."""
+    total = kv_layer_bytes(profile, layer, config)
+    if layer.kind == LayerKind.RECURRENT or not layer.n_head_kv:
+        return 0, 0
+    size = context_size(config)
+    cells = _layer_cells(layer, config, size) * size.n_stream
+    k = ggml_type(config.type_k).row_bytes(layer.n_head_kv * layer.head_dim_k) * cells
+    return k, total - k
 
 
 def _mtp_compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
