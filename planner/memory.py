@@ -279,6 +279,9 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
                                 experts[min(la.index, len(experts) - 1)] if experts else d),
                    la, offload, _kv_split(profile, la, config))
         for la, d in ordered)))
+    # the output head's weight: the token embeddings when tied (output_bytes is the norm)
+    head = (profile.token_embd_bytes if profile.tied_output
+            else profile.output_bytes or profile.token_embd_bytes)
     attn = [la for la, _ in ordered if la.n_head_kv]
     head_k = attn[0].head_dim_k if attn else 0
     head_v = attn[0].head_dim_v if attn else 0
@@ -292,9 +295,8 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
         n_pos=4 if profile.architecture in _MULTI_POS else 1,
         output_device=offload if placement.output_device == HOST and offload
         else placement.output_device,
-        output_copy=profile.output_bytes or profile.token_embd_bytes
-        if placement.output_device == HOST and offload else 0,
-        output_weight=profile.output_bytes or profile.token_embd_bytes,
+        output_copy=head if placement.output_device == HOST and offload else 0,
+        output_weight=head,
         op_limits=tuple(sorted(op_limits)))
     for dev, nbytes in compute_bytes(shapes, params, True):
         result[dev] = result.get(dev, 0) + nbytes
