@@ -40,6 +40,9 @@ class Placement:
     layer_devices: tuple[str, ...]
     expert_devices: tuple[str, ...]
     output_device: str = HOST
+    # the GPU that runs the prompt's matrix products of host weights (ggml's op offload:
+    # the first GPU llama.cpp is given), when no tensor of the model is on a GPU
+    offload_device: str = ""
 
     def __post_init__(self) -> None:
         if self.expert_devices and len(self.expert_devices) != len(self.layer_devices):
@@ -226,7 +229,8 @@ def estimate(profile: ModelProfile, config: MemoryConfig, placement: Placement,
     Pure arithmetic over the profile's per-layer sums; cheap enough to call in loops.
     """
     size = context_size(config)
-    others = {*placement.layer_devices, *placement.expert_devices, placement.output_device}
+    others = {*placement.layer_devices, *placement.expert_devices, placement.output_device,
+              placement.offload_device or HOST}
     devices = [HOST, *sorted(others - {HOST})]
     weights = dict.fromkeys(devices, 0)
     kv = dict.fromkeys(devices, 0)
