@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
@@ -216,6 +217,20 @@ def gpu_out_of_memory(exc: BaseException) -> str:
     if not device or device.upper().startswith("CPU") or device.endswith("_Host"):
         return ""
     return device
+
+
+_OOM_DEVICE = re.compile(r"failed to allocate (\S+) buffer|out of memory on ([^\s:,]+)")
+
+
+def gpu_out_of_memory_in_log(text: str) -> str:
+    """The GPU device an engine's log says ran out of memory (the last one named), or ""
+    when the log names none or only host memory (for a ladder that reads a dead engine's
+    log instead of catching its error)."""
+    found = [str(a or b) for a, b in _OOM_DEVICE.findall(text)]
+    for device in reversed(found):
+        if not (device.upper().startswith("CPU") or device.endswith("_Host")):
+            return device
+    return ""
 
 
 class ReplanLadder:
