@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from engine.errors import EngineError
+from engine.errors import EngineError, OutOfMemoryError
 from engine.launch import LaunchSpec
 from engine.server.app import ServerState, build_app
 from engine.server.security import DEFAULT_MAX_BODY_BYTES, SecurityPolicy
@@ -42,6 +42,8 @@ class ServeOptions:
         ready_json: print the ready line as JSON.
         aliases: extra names accepted in a request's ``model`` field.
         model_id: the id shown by ``/v1/models`` (default: the model's own name).
+        replan: after a load ran out of memory, the spec to load instead (None: give up);
+            ``loadout serve`` re-plans with the GPU that ran out shrunk.
     """
 
     spec: LaunchSpec
@@ -54,6 +56,7 @@ class ServeOptions:
     ready_json: bool = False
     aliases: tuple[str, ...] = ()
     model_id: str | None = None
+    replan: Callable[[Exception], LaunchSpec | None] | None = None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -99,6 +102,9 @@ def ready_message(url: str, model: str, policy: SecurityPolicy, as_json: bool) -
     return line
 
 
+MAX_LOADS = 3  # the first load and two re-plans after running out of memory
+
+
 def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.Event,
                  on_ready: Callable[[str], None], on_error: Callable[[str], None]) -> None:
     from engine.runtime import Engine
@@ -107,8 +113,19 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
         state.load_progress = value
         return not stopping.is_set()
 
+    spec = options.spec
     try:
-        engine = Engine(options.spec, queue_size=options.queue_size, progress=progress)
+        for attempt in range(MAX_LOADS):
+            try:
+                engine = Engine(spec, queue_size=options.queue_size, progress=progress)
+                break
+            except OutOfMemoryError as exc:
+                smaller = options.replan(exc) if options.replan and attempt + 1 < MAX_LOADS \
+                    else None
+                if smaller is None or stopping.is_set():
+                    raise
+                log.warning("the load ran out of memory (%s); loading a re-plan", exc)
+                spec = smaller
     except EngineError as exc:
         state.fail(str(exc))
         on_error(str(exc))

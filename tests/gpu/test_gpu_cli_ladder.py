@@ -47,3 +47,28 @@ def test_bench_replans_after_the_device_runs_out_of_memory_and_answers(
     doc = json.loads(got.stdout.strip().splitlines()[-1])
     assert doc["generated_tokens"] == 2
     assert doc["launch"]["n_gpu_layers"] < first["engine"]["n_gpu_layers"]
+
+
+def test_serve_replans_after_the_device_runs_out_of_memory_and_answers(
+        gpu_home: Path, vulkan_device: dict[str, Any], tmp_path: Path) -> None:
+    from openai import OpenAI
+
+    model = write_llama(tmp_path / "big.gguf", Shape(**worker.BIG),  # type: ignore[arg-type]
+                        header_only=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "capped_cli.py"), str(model), str(ROOM_MIB), "serve",
+         str(model), "--port", "0", "--ready-json", "--no-warmup", "--threads", "2", *ARGS],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=gpu_env(gpu_home, MALLOC_ARENA_MAX="1"))
+    try:
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())
+        assert ready["event"] == "ready", ready
+        client = OpenAI(base_url=ready["base_url"], api_key="none", timeout=300)
+        answer = client.completions.create(model="big", prompt=worker.PROMPT, max_tokens=1,
+                                           temperature=0.0)
+        assert answer.usage is not None and answer.usage.completion_tokens == 1
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=60)
+    assert "out of memory on Vulkan0; re-planned with less on that device" in err
