@@ -18,7 +18,7 @@ from app.engine_process import EngineProcess
 from app.plan_jobs import run_plan, with_gpu_reserve
 from app.state import AppState
 from app.workers import Job, WorkerRunner
-from engine.launch import LaunchSpec
+from engine.launch import LaunchSpec, gpu_out_of_memory_in_log, shrink_after_out_of_memory
 from engine.rpc import worker_lost
 from planner.request import Request
 
@@ -69,6 +69,7 @@ class EngineControl(QObject):
         self.attempt = 0
         self.retry_plan: Any = None
         self._loaded: _Loaded | None = None
+        self._death_log = ""
 
     def load_plan(self) -> bool:
         """Start the engine with the plan shown for the selected model."""
@@ -86,6 +87,7 @@ class EngineControl(QObject):
         self._loaded = _Loaded(Path(path), request, self._state.profile if same else None)
         self.attempt = 0
         self.retry_plan = None
+        self._death_log = ""
         self.engine.load(spec, self._binding())
 
     def reload(self) -> bool:
@@ -116,6 +118,10 @@ class EngineControl(QObject):
             self._start_retry(safer, binding)
             return True
         gpu_reserve = self._state.settings.gpu_reserve_bytes + GPU_RESERVE_STEP * self.attempt
+        failed_plan = self.retry_plan or self._state.plan
+        if gpu_out_of_memory_in_log(self._death_log) and failed_plan is not None:
+            # a GPU ran out: it is given half of what the failed plan put there
+            machine = shrink_after_out_of_memory(machine, failed_plan)
         inventory = with_gpu_reserve(machine, gpu_reserve)
         request = dataclasses.replace(
             loaded.request, n_gpu_layers=safer.n_gpu_layers, advise=False,
@@ -158,6 +164,7 @@ class EngineControl(QObject):
         return named or tuple(spec.rpc_workers)
 
     def _on_engine_died(self, log_text: str) -> None:
+        self._death_log = log_text
         code = self.engine.exit_code
         suspects = self.lost_workers(log_text)
         if len(suspects) < 2:

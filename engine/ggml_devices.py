@@ -25,6 +25,7 @@ class EngineDevice:
     kind: str
     free_bytes: int
     total_bytes: int
+    max_tensor_bytes: int = 0   # largest tensor its kernels take (0: no limit found)
 
 
 def linked_library(stem: str) -> Any:
@@ -97,8 +98,57 @@ def _enumerate(lib: Any) -> list[EngineDevice]:
             kind=DEVICE_TYPES.get(int(lib.ggml_backend_dev_type(dev)), "unknown"),
             free_bytes=int(free.value),
             total_bytes=int(total.value),
+            max_tensor_bytes=_max_tensor_bytes(lib, dev) if name.startswith("Vulkan") else 0,
         ))
     return devices
+
+
+class _InitParams(ctypes.Structure):
+    _fields_ = [("mem_size", ctypes.c_size_t), ("mem_buffer", ctypes.c_void_p),
+                ("no_alloc", ctypes.c_bool)]
+
+
+_PROBE_CEILING = 1 << 40
+_GGML_TYPE_F32 = 0
+
+
+def _max_tensor_bytes(lib: Any, dev: Any) -> int:
+    """The largest f32 tensor the device accepts in an op, asked of the backend itself
+    (``ggml_backend_dev_supports_op`` on an element-wise add, tensors never allocated):
+    Vulkan refuses tensors beyond its ``maxStorageBufferRange``, and ggml's scheduler
+    then runs such an op on the CPU. 0 when no limit shows up to 1 TiB, or on failure."""
+    try:
+        lib.ggml_init.argtypes = [_InitParams]
+        lib.ggml_init.restype = ctypes.c_void_p
+        lib.ggml_free.argtypes = [ctypes.c_void_p]
+        lib.ggml_free.restype = None
+        lib.ggml_new_tensor_1d.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64]
+        lib.ggml_new_tensor_1d.restype = ctypes.c_void_p
+        lib.ggml_add.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.ggml_add.restype = ctypes.c_void_p
+        lib.ggml_backend_dev_supports_op.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.ggml_backend_dev_supports_op.restype = ctypes.c_bool
+    except AttributeError:
+        return 0
+    ctx = lib.ggml_init(_InitParams(1 << 20, None, True))
+    if not ctx:
+        return 0
+    try:
+        def takes(nbytes: int) -> bool:
+            t = lib.ggml_new_tensor_1d(ctx, _GGML_TYPE_F32, nbytes // 4)
+            return bool(lib.ggml_backend_dev_supports_op(dev, lib.ggml_add(ctx, t, t)))
+
+        if not takes(4) or takes(_PROBE_CEILING):
+            return 0
+        low, high = 4, _PROBE_CEILING  # takes(low), not takes(high)
+        while high - low > 4:
+            mid = (low + high) // 8 * 4
+            low, high = (mid, high) if takes(mid) else (low, mid)
+            lib.ggml_free(ctx)
+            ctx = lib.ggml_init(_InitParams(1 << 20, None, True))
+        return low
+    finally:
+        lib.ggml_free(ctx)
 
 
 def buffer_type(device_name: str) -> int:

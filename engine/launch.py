@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
@@ -181,14 +182,17 @@ def load_with_replan(
     make_spec: Callable[[int], LaunchSpec],
     load: Callable[[LaunchSpec], T],
     max_attempts: int = 3,
+    on_failure: Callable[[Exception], None] | None = None,
 ) -> T:
-    """Load, and on an out-of-memory failure re-plan with a larger reserve and retry.
+    """Load, and on an out-of-memory failure re-plan and retry.
 
     Args:
         make_spec: returns the spec for attempt ``i`` (0, 1, ...); a caller re-plans with a
-            reserve that grows with ``i``.
+            reserve that grows with ``i``, or (told by ``on_failure`` that a GPU ran out)
+            with that GPU shrunk (:func:`shrink_after_out_of_memory`).
         load: loads a spec (e.g. ``Engine``), raising ``OutOfMemoryError`` on lack of memory.
         max_attempts: bound on the number of loads.
+        on_failure: called with each out-of-memory error before the next attempt.
 
     Raises:
         OutOfMemoryError: the last attempt still did not fit.
@@ -203,8 +207,53 @@ def load_with_replan(
         except OutOfMemoryError as exc:
             log.warning("load attempt %d ran out of memory: %s", attempt + 1, exc)
             last = exc
+            if on_failure is not None and attempt + 1 < max_attempts:
+                on_failure(exc)
     assert last is not None
     raise last
+
+
+def gpu_out_of_memory(exc: BaseException) -> str:
+    """The GPU device (llama.cpp's name, ``CUDA0``, ``Vulkan0`` ...) an out-of-memory error
+    names, or "" when it is host memory or not said."""
+    device = str(getattr(exc, "device", "") or "")
+    if not device or device.upper().startswith("CPU") or device.endswith("_Host"):
+        return ""
+    return device
+
+
+_OOM_DEVICE = re.compile(r"failed to allocate (\S+) buffer|out of memory on ([^\s:,]+)")
+
+
+def gpu_out_of_memory_in_log(text: str) -> str:
+    """The GPU device an engine's log says ran out of memory (the last one named), or ""
+    when the log names none or only host memory (for a ladder that reads a dead engine's
+    log instead of catching its error)."""
+    found = [str(a or b) for a, b in _OOM_DEVICE.findall(text)]
+    for device in reversed(found):
+        if not (device.upper().startswith("CPU") or device.endswith("_Host")):
+            return device
+    return ""
+
+
+class ReplanLadder:
+    """What the next re-plan after an out-of-memory load changes: a GPU that ran out gets
+    half of what the failed plan put there (:func:`shrink_after_out_of_memory`); host
+    memory that ran out grows the host reserve (``plan_launch(attempt=...)``)."""
+
+    def __init__(self) -> None:
+        self.host_attempt = 0
+        self.failed_gpu_plans: list[Mapping[str, Any]] = []
+        self.last_plan: Mapping[str, Any] | None = None
+
+    def failed(self, exc: Exception) -> str:
+        """Record a failure of the last planned load; returns a line saying what changes."""
+        device = gpu_out_of_memory(exc)
+        if device and self.last_plan is not None:
+            self.failed_gpu_plans.append(self.last_plan)
+            return f"out of memory on {device}; re-planned with less on that device"
+        self.host_attempt += 1
+        return "out of memory; re-planned with a larger host reserve"
 
 
 def shrink_after_out_of_memory(inventory: Any, failed_plan: Any) -> Any:
@@ -251,14 +300,17 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                 prompt_tokens: int = 512, n_threads: int | None = None,
                 overrides: Mapping[str, Any] | None = None,
                 attempt: int = 0, depth: int = 0,
-                workers: Sequence[str] = ()) -> PlannedLaunch:
+                workers: Sequence[str] = (),
+                failed_gpu_plans: Sequence[Mapping[str, Any]] = ()) -> PlannedLaunch:
     """Plan the model on this machine and return the spec of that Plan.
 
     ``overrides`` use the planner's request names (``n_gpu_layers``, ``n_cpu_moe``,
     ``tensor_split``, ``kv_type``). ``attempt`` > 0 re-plans after an out-of-memory load
     with a host reserve larger by ``attempt`` x 2 GiB. ``depth``: the tokens already in the
     cache while decoding, for the prediction. ``workers``: RPC workers (``HOST:PORT``)
-    whose devices the plan may use; unreachable ones are left out, with a note. When the
+    whose devices the plan may use; unreachable ones are left out, with a note.
+    ``failed_gpu_plans``: plans (JSON) that ran out of memory on a GPU; each shrinks the
+    GPUs it used (:func:`shrink_after_out_of_memory`) before planning. When the
     planner is unavailable or fails, a default spec (all layers on the engine's default
     device, f16 KV) is returned with a note.
     """
@@ -288,6 +340,8 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                     if n.startswith("worker_unreachable:")]
             if left:
                 note = "workers left out of the plan: " + ", ".join(left)
+        for failed in failed_gpu_plans:
+            inventory = shrink_after_out_of_memory(inventory, failed)
         profile = load_profile(model_path)
         the_plan = plan(inventory, profile, request)
         from engine.dry_run import check_of, confirm_for

@@ -45,6 +45,11 @@ class LayerShape:
     device: str = "host"
     attn_device: str = ""       # where attention runs ("" = device; host without offload_kqv)
     offload_copy: int = 0       # bytes of a host weight copied in for the MoE matmuls
+    # a host layer run by a GPU (op offload): its K and V caches stay in host memory, so
+    # the new K/V rows are copied to the host for the cache write and the cache views
+    # (these bytes) to the device for attention
+    kv_host_k: int = 0
+    kv_host_v: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class GraphParams:
     output_copy: int = 0  # a host output weight copied to the output device (op offload)
     late_rows: bool = False  # the output rows are picked after the last block (which runs
     #   for every token), its hidden state kept as an output (``t_h_nextn``)
+    output_weight: int = 0  # bytes of the output head's weight (copied if the head moves)
+    # per device, the largest tensor its kernels take (Vulkan: maxStorageBufferRange);
+    # ggml's scheduler runs an op with a larger source or result on the CPU instead
+    op_limits: tuple[tuple[str, int], ...] = ()
 
 
 class _Builder:
@@ -78,7 +87,7 @@ class _Builder:
         self.g = Graph()
         self.layers = layers
         self._inputs: dict[tuple[str, str], Tensor] = {}
-        self._copies: list[Tensor] = []
+        self._copies: list[tuple[int, str]] = []
         self.tokens = self.g.input(p.n_tokens * I32, p.input_device)
 
     def inp(self, name: str, dev: str) -> Tensor | None:
@@ -100,6 +109,13 @@ class _Builder:
             if size == 0:
                 return None
             self._inputs[key] = self.g.input(size, dev)
+            if dev != "host" and (name, "host") not in self._inputs:
+                # the scheduler keeps every graph input in the CPU backend's buffer and
+                # copies it to each device that reads it; the host's copy is freed after
+                # the first such copy (here) unless the host reads it later itself
+                self._inputs[(name, "host")] = host = self.g.input(size, "host")
+                self.g.leafs.append(host)
+                self.g.expand(self.g.op(0, dev, host))
         return self._inputs[key]
 
     def _mask_cells(self, swa: bool) -> int:
@@ -138,18 +154,25 @@ class _Builder:
         g.expand(q)
         g.expand(v)
         g.expand(k)
-        g.expand(g.view(None, k, self.inp("k_idxs", dev)))  # set_rows into the K cache
-        g.expand(g.view(None, v, self.inp("v_idxs", dev)))  # ... and the V cache
+        k_cache = v_cache = None
+        if s.kv_host_k:
+            k, v = g.op(k.size, "host", k), g.op(v.size, "host", v)
+            g.expand(g.view(None, k, self.inp("k_idxs", "host")))
+            g.expand(g.view(None, v, self.inp("v_idxs", "host")))
+            k_cache, v_cache = g.op(s.kv_host_k, dev, k), g.op(s.kv_host_v, dev, v)
+        else:
+            g.expand(g.view(None, k, self.inp("k_idxs", dev)))  # set_rows into the K cache
+            g.expand(g.view(None, v, self.inp("v_idxs", dev)))  # ... and the V cache
         adev = s.attn_device or dev
         mask = self.inp("mask_swa" if s.swa else "mask_full", adev)
         qp = g.view(self.move(q, adev), contiguous=False)  # permute
         dev = adev
         if p.flash:
-            out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, mask)
+            out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, mask, k_cache, v_cache)
         else:
-            kq = g.op(s.n_kv * t * s.n_head * F32, dev, qp)
+            kq = g.op(s.n_kv * t * s.n_head * F32, dev, qp, k_cache)
             kq = g.op(kq.size, dev, kq, mask, inplace=True)  # soft_max_ext
-            kqv = g.op(s.head_dim_v * t * s.n_head * F32, dev, kq)
+            kqv = g.op(s.head_dim_v * t * s.n_head * F32, dev, kq, v_cache)
             out = g.op(kqv.size, dev, g.view(kqv, contiguous=False))  # cont
         g.expand(out)
         dev = s.device
@@ -202,16 +225,17 @@ class _Builder:
         return x
 
     def _copy(self) -> Tensor | None:
-        return self._copies.pop(0) if self._copies else None
+        """The next host weight copied in for a matmul: a split input, allocated at the
+        start of the matmul's own split (right before it) and freed after it."""
+        if not self._copies:
+            return None
+        size, dev = self._copies.pop(0)
+        return self.g.op(size, dev, self.tokens)
 
     def start_copies(self, s: LayerShape) -> None:
-        """Host-resident expert tensors the scheduler copies in when it offloads the MoE
-        matmuls of a prompt batch: inputs of the layer's split, allocated at its start."""
-        self._copies = []
-        if s.offload_copy:
-            self._copies = [self.g.op(s.offload_copy, s.device, self.tokens) for _ in range(3)]
-            for c in self._copies:
-                self.g.expand(c)
+        """Host-resident weights the scheduler copies in when a GPU runs the layer's
+        matmuls for a prompt batch (op offload): one per matmul's split."""
+        self._copies = [(s.offload_copy, s.device)] * 3 if s.offload_copy else []
 
     def dense(self, x: Tensor, n_ff: int, t: int, dev: str) -> Tensor:
         g = self.g
@@ -247,7 +271,7 @@ class _Builder:
             res = g.op(cur.size, dev, cur, inp, inplace=True)       # + residual
             cur = self.ffn(self.norm(res, dev), s, t)
             while self._copies:  # copies no matmul took (a block without an FFN)
-                cur = g.op(cur.size, dev, cur, self._copies.pop(0), inplace=True)
+                cur = g.op(cur.size, dev, cur, self._copy(), inplace=True)
             if s.post_norms:
                 cur = self.norm(cur, dev)
             inp = g.op(cur.size, dev, cur, res, inplace=True)
@@ -256,13 +280,22 @@ class _Builder:
             inp = g.op(p.n_embd * p.n_outputs * F32, inp.device, inp,
                        self.inp("out_ids", inp.device))     # get_rows(out_ids)
         if with_output:
+            size, head_dev = p.n_vocab * p.n_outputs * F32, p.output_device
+            # an op whose result is too large for the device's kernels runs on the CPU:
+            # a device's head weight and the normed hidden state are copied to the host
+            too_big = size > dict(p.op_limits).get(head_dev, size)
             copy = None
-            if p.output_copy:
+            if p.output_copy and not too_big:  # a host head weight copied in (op offload)
                 copy = g.op(p.output_copy, p.output_device, self.tokens)
                 g.expand(copy)
             out = self.norm(self.move(inp, p.output_device), p.output_device)
             g.mark_output(out)                              # t_embd is kept
-            logits = g.op(p.n_vocab * p.n_outputs * F32, p.output_device, out, copy)
+            if too_big:
+                head_dev = "host"
+                if p.output_weight and not p.output_copy:
+                    copy = g.op(p.output_weight, head_dev, out)
+                out = self.move(out, head_dev)
+            logits = g.op(size, head_dev, out, copy)
             g.mark_output(logits)
             g.expand(logits)
         else:

@@ -71,6 +71,9 @@ class Gpu:
     link_latency_s: float = 0.0   # one request/reply round trip
     same_host: bool = False       # the worker runs on this machine (shares its cores)
     worker_cpu: bool = False      # the worker serves its CPU and RAM as this device
+    # the largest tensor the engine's kernels take on this device (0: no limit); an op
+    # with a larger source or result runs on the CPU (Vulkan: maxStorageBufferRange)
+    max_tensor_bytes: int = 0
 
     @property
     def remote(self) -> bool:
@@ -203,6 +206,7 @@ def _gpu(position: int, g: Mapping[str, Any]) -> Gpu:
         link_latency_s=_num(g.get("link_latency_s", 0.0), "link_latency_s"),
         same_host=bool(g.get("same_host", False)),
         worker_cpu=bool(g.get("worker_cpu", False)),
+        max_tensor_bytes=_int(g.get("max_tensor_bytes", 0), "max_tensor_bytes"),
     )
 
 

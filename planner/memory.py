@@ -41,6 +41,9 @@ class Placement:
     layer_devices: tuple[str, ...]
     expert_devices: tuple[str, ...]
     output_device: str = HOST
+    # the GPU that runs the prompt's matrix products of host weights (ggml's op offload:
+    # the first GPU llama.cpp is given), when no tensor of the model is on a GPU
+    offload_device: str = ""
 
     def __post_init__(self) -> None:
         if self.expert_devices and len(self.expert_devices) != len(self.layer_devices):
@@ -220,15 +223,20 @@ def _rot(type_name: str, head_dim: int, grow: bool) -> int:
     return n
 
 
-def estimate(profile: ModelProfile, config: MemoryConfig,
-             placement: Placement) -> tuple[DeviceMemory, ...]:
+def estimate(profile: ModelProfile, config: MemoryConfig, placement: Placement,
+             op_limits: tuple[tuple[str, int], ...] = ()) -> tuple[DeviceMemory, ...]:
     """Bytes per device llama.cpp will allocate for ``profile`` under ``config``.
+
+    Args:
+        op_limits: per GPU device, the largest tensor its kernels take (see
+            :attr:`planner.inventory.Gpu.max_tensor_bytes`); none: no limit.
 
     Returns one :class:`DeviceMemory` per device named in ``placement`` (host first).
     Pure arithmetic over the profile's per-layer sums; cheap enough to call in loops.
     """
     size = context_size(config)
-    others = {*placement.layer_devices, *placement.expert_devices, placement.output_device}
+    others = {*placement.layer_devices, *placement.expert_devices, placement.output_device,
+              placement.offload_device or HOST}
     devices = [HOST, *sorted(others - {HOST})]
     weights = dict.fromkeys(devices, 0)
     kv = dict.fromkeys(devices, 0)
@@ -252,7 +260,7 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
             layers_of[dev].append(la)
         else:
             mtp.append((la, dev))
-    compute = _compute(profile, config, size, placement, devices, layers_of, mtp)
+    compute = _compute(profile, config, size, placement, devices, layers_of, mtp, op_limits)
     outputs = 2 if config.load_mtp and mtp else 1  # the MTP context has its own
     out = []
     for d in devices:
@@ -266,7 +274,8 @@ def estimate(profile: ModelProfile, config: MemoryConfig,
 def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
              placement: Placement, devices: list[str],
              layers_of: dict[str, list[LayerProfile]],
-             mtp: list[tuple[LayerProfile, str]]) -> dict[str, int]:
+             mtp: list[tuple[LayerProfile, str]],
+             op_limits: tuple[tuple[str, int], ...] = ()) -> dict[str, int]:
     result = dict.fromkeys(devices, 0)
     ordered = [(la, d) for d in devices for la in layers_of[d]]
     ordered.sort(key=lambda item: item[0].index)
@@ -278,8 +287,11 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
     shapes = tuple(_compress(tuple(
         _offloaded(_layer_shape(profile, la, config, size, d,
                                 experts[min(la.index, len(experts) - 1)] if experts else d),
-                   la, offload)
+                   la, offload, _kv_split(profile, la, config))
         for la, d in ordered)))
+    # the output head's weight: the token embeddings when tied (output_bytes is the norm)
+    head = (profile.token_embd_bytes if profile.tied_output
+            else profile.output_bytes or profile.token_embd_bytes)
     attn = [la for la, _ in ordered if la.n_head_kv]
     head_k = attn[0].head_dim_k if attn else 0
     head_v = attn[0].head_dim_v if attn else 0
@@ -294,8 +306,9 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
         late_rows=profile.architecture in _LATE_ROWS,
         output_device=offload if placement.output_device == HOST and offload
         else placement.output_device,
-        output_copy=profile.output_bytes or profile.token_embd_bytes
-        if placement.output_device == HOST and offload else 0)
+        output_copy=head if placement.output_device == HOST and offload else 0,
+        output_weight=head,
+        op_limits=tuple(sorted(op_limits)))
     for dev, nbytes in compute_bytes(shapes, params, True):
         result[dev] = result.get(dev, 0) + nbytes
     if config.load_mtp and mtp:
@@ -304,20 +317,39 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
     return result
 
 
-def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None) -> LayerShape:
-    """A host layer's share of the graph when a GPU takes its matmuls (op offload): the
-    weights of each split are copied in; attention stays with the KV cache in host memory."""
+def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None,
+               kv: tuple[int, int]) -> LayerShape:
+    """A host layer's share of the graph when a GPU runs it for prompt batches (op
+    offload: ggml's scheduler sends every op that reads a host weight to the GPU and
+    the ops between them follow): the weights of each split are copied in, the new K/V
+    rows go back to the host cache and the cache is copied in for attention."""
     if shape.device != HOST or offload is None:
         return shape
     copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4  # ~ not q/k/v
-    return moved_layer(shape, offload, copied // 3)
+    if shape.kind != "attn":
+        return moved_layer(shape, offload, HOST, copied // 3, 0, 0)
+    return moved_layer(shape, offload, offload, copied // 3, kv[0], kv[1])
 
 
 @lru_cache(maxsize=4096)
-def moved_layer(shape: LayerShape, device: str, copy: int) -> LayerShape:
-    """``shape`` run on ``device`` with its attention on the host and ``copy`` bytes of
-    weights copied in per matmul (cached: every plan asks it for every host layer)."""
-    return replace(shape, device=device, attn_device=HOST, offload_copy=copy)
+def moved_layer(shape: LayerShape, device: str, attn_device: str, copy: int, kv_k: int,
+                kv_v: int) -> LayerShape:
+    """``shape`` run on ``device`` (its attention on ``attn_device``) with ``copy`` bytes
+    of weights copied in per matmul and ``kv_k`` / ``kv_v`` bytes of host cache copied in
+    for attention (cached: every plan asks it for every host layer)."""
+    return replace(shape, device=device, attn_device=attn_device, offload_copy=copy,
+                   kv_host_k=kv_k, kv_host_v=kv_v)
+
+
+def _kv_split(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig) -> tuple[int, int]:
+    """Bytes of one layer's K cache and V cache."""
+    total = kv_layer_bytes(profile, layer, config)
+    if layer.kind == LayerKind.RECURRENT or not layer.n_head_kv:
+        return 0, 0
+    size = context_size(config)
+    cells = _layer_cells(layer, config, size) * size.n_stream
+    k = ggml_type(config.type_k).row_bytes(layer.n_head_kv * layer.head_dim_k) * cells
+    return k, total - k
 
 
 def _mtp_compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,

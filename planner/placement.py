@@ -159,6 +159,8 @@ def fill_layout(profile: ModelProfile, costs: LayerCosts, gpus: Sequence[Budget]
     if not gpus:
         return _layout(n, n, [], set(range(n)), HOST)
     main = gpus[0].device
+    first = min((b.device for b in gpus if not b.remote), key=lambda d: int(d[3:]),
+                default="")
     room = {b.device: b.bytes - overhead.get(b.device, 0) for b in gpus}
     room[main] -= output_device_bytes
     core = [c + k for c, k in zip(costs.core, costs.kv, strict=True)]
@@ -181,9 +183,9 @@ def fill_layout(profile: ModelProfile, costs: LayerCosts, gpus: Sequence[Budget]
         if tail > total_caps:
             continue
         ranges = _greedy_ranges(n_cpu, full, gpus, room, order)
-        if ranges is not None:
+        if ranges is not None and any(end > start for start, end in ranges):
             return _layout(n, n_cpu, list(zip(order, ranges, strict=True)), set(), main)
-    return _layout(n, n, [], set(range(n)), HOST)
+    return _layout(n, n, [], set(range(n)), HOST, offload=first)
 
 
 def _greedy_ranges(first: int, full: Sequence[int], gpus: Sequence[Budget],
@@ -230,14 +232,15 @@ def _moe_layout(n: int, costs: LayerCosts, core: Sequence[int], caps: Sequence[i
 
 
 def _layout(n: int, n_cpu: int, ranges: Sequence[tuple[str, tuple[int, int]]],
-            host_experts: set[int], output_device: str) -> Layout:
+            host_experts: set[int], output_device: str, offload: str = "") -> Layout:
     layer_dev = [HOST] * n
     for device, (start, end) in ranges:
         for i in range(start, end):
             layer_dev[i] = device
     expert_dev = [HOST if i in host_experts else layer_dev[i] for i in range(n)]
     placement = Placement(layer_devices=tuple(layer_dev), expert_devices=tuple(expert_dev),
-                          output_device=output_device if ranges else HOST)
+                          output_device=output_device if ranges else HOST,
+                          offload_device=offload if not ranges else "")
     return Layout(placement=placement, n_cpu_layers=n_cpu,
                   gpu_layers=tuple((d, s, e) for d, (s, e) in ranges),
                   expert_host_layers=tuple(sorted(host_experts)))
@@ -288,7 +291,9 @@ def pinned_layout(profile: ModelProfile, gpu_devices: Sequence[str], main: str,
     for d in devices:
         idx = [i for i in range(n) if layer_dev[i] == d]
         ranges.append((d, (idx[0], idx[-1] + 1) if idx else (0, 0)))
-    placement = Placement(tuple(layer_dev), tuple(expert_dev), output_device=output)
+    nothing_on_gpu = output == HOST and all(d == HOST for d in layer_dev)
+    placement = Placement(tuple(layer_dev), tuple(expert_dev), output_device=output,
+                          offload_device=devices[0] if devices and nothing_on_gpu else "")
     return Layout(placement=placement, n_cpu_layers=i_gpu_start,
                   gpu_layers=tuple((d, s, e) for d, (s, e) in ranges),
                   expert_host_layers=tuple(sorted(i for i in host_experts

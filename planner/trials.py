@@ -94,6 +94,12 @@ def layer_order(inventory: Inventory) -> list[Gpu]:
     return sorted(inventory.gpus, key=lambda g: (not g.remote, g.index))
 
 
+def op_limits(inventory: Inventory) -> tuple[tuple[str, int], ...]:
+    """Per GPU device, the largest tensor its kernels take (those that have a limit)."""
+    return tuple((f"gpu{g.index}", g.max_tensor_bytes) for g in inventory.gpus
+                 if g.max_tensor_bytes)
+
+
 def host_budget(inventory: Inventory, request: Request) -> int:
     """RAM the model may use: available minus the desktop reserve."""
     return max(0, inventory.host.ram_available_bytes - request.host_reserve_bytes)
@@ -112,7 +118,8 @@ def _fixed(ctx: Context, config: MemoryConfig, gpus: tuple[GpuRole, ...]) -> dic
     if not ctx.fixed:
         n = ctx.profile.n_layers
         main = gpus[0].device if gpus else HOST
-        for m in estimate(ctx.profile, config, Placement.all_on(main, n)):
+        for m in estimate(ctx.profile, config, Placement.all_on(main, n),
+                          op_limits(ctx.inventory)):
             ctx.fixed[m.device] = m.compute_bytes + m.output_bytes + m.overhead_bytes
         if main != HOST:  # a CPU running layers needs about what a GPU running them does
             ctx.fixed["gpu*"] = ctx.fixed.get(main, 0)
@@ -179,7 +186,8 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
         layout = fill_layout(profile, costs, [Budget(g.device, budgets[g.device],
                                                      g.device in remote)
                                               for g in gpus], overhead, output)
-    memory = (tuple(estimate(profile, config, layout.placement)) if exact_memory
+    memory = (tuple(estimate(profile, config, layout.placement,
+                                     op_limits(inventory))) if exact_memory
               else _quick_memory(ctx, costs, layout, fixed))
     return _priced(ctx, roles, kv, context, config, costs, layout, memory, budgets)
 
@@ -212,7 +220,8 @@ def exact(ctx: Context, t: Trial) -> Trial:
     """Re-check ``t`` with the memory model; re-place with tighter budgets if it
     overflows a GPU (up to a few rounds)."""
     for _ in range(4):
-        memory = tuple(estimate(ctx.profile, t.config, t.layout.placement))
+        memory = tuple(estimate(ctx.profile, t.config, t.layout.placement,
+                                op_limits(ctx.inventory)))
         budgets = {g.device: g.budget_bytes for g in active(t.roles)}
         assert t.costs is not None
         checked = _priced(ctx, t.roles, t.kv_type, t.context, t.config, t.costs, t.layout,

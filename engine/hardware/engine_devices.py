@@ -75,7 +75,7 @@ def _from_engine(dev: EngineDevice, backend: Backend) -> Gpu:
                pcie_gbps=spec.pcie_gbps if spec and spec.pcie_gbps else 16.0,
                tflops_fp16=spec.tflops_fp16 if spec else 0.0, unified_memory=unified,
                measured=("total_bytes", "free_bytes"), notes=tuple(notes),
-               engine_device=dev.name)
+               engine_device=dev.name, max_tensor_bytes=dev.max_tensor_bytes)
 
 
 def _adopt(gpu: Gpu, dev: EngineDevice, backend: Backend) -> Gpu:
@@ -85,7 +85,7 @@ def _adopt(gpu: Gpu, dev: EngineDevice, backend: Backend) -> Gpu:
         # Metal reports the GPU's working-set limit itself: better than our estimate.
         notes = [n for n in notes if n != "gpu_share_estimated"]
         return replace(gpu, backend=backend, engine_device=dev.name,
-                       total_bytes=dev.total_bytes,
+                       max_tensor_bytes=dev.max_tensor_bytes, total_bytes=dev.total_bytes,
                        free_bytes=min(dev.free_bytes, dev.total_bytes),
                        measured=("total_bytes", "free_bytes"), notes=tuple(notes))
     if free == 0 and dev.free_bytes > 0:
@@ -94,7 +94,7 @@ def _adopt(gpu: Gpu, dev: EngineDevice, backend: Backend) -> Gpu:
     if backend is not _NATIVE.get(gpu.vendor, backend):
         notes.append(f"engine_backend_{backend.value}")
     return replace(gpu, backend=backend, engine_device=dev.name, free_bytes=free,
-                   notes=tuple(notes))
+                   notes=tuple(notes), max_tensor_bytes=dev.max_tensor_bytes)
 
 
 def cross_check(found: Sequence[Gpu], devices: Sequence[EngineDevice]) -> ProbeResult:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from engine.errors import EngineError
+from engine.errors import EngineError, OutOfMemoryError
 from engine.launch import LaunchSpec
 from engine.server.app import ServerState, build_app
 from engine.server.connections import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, http_protocol
@@ -48,6 +48,8 @@ class ServeOptions:
         allowed_hosts: extra names a request's ``Host`` may carry (``*``: any).
         limits: request sizes, stop strings and the grammar budget.
         connections: connection count and read timeouts.
+        replan: after a load ran out of memory, the spec to load instead (None: give up);
+            ``loadout serve`` re-plans with the GPU that ran out shrunk.
     """
 
     spec: LaunchSpec
@@ -63,6 +65,7 @@ class ServeOptions:
     allowed_hosts: tuple[str, ...] = ()
     limits: RequestLimits = DEFAULT_REQUEST_LIMITS
     connections: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
+    replan: Callable[[Exception], LaunchSpec | None] | None = None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -108,6 +111,9 @@ def ready_message(url: str, model: str, policy: SecurityPolicy, as_json: bool) -
     return line
 
 
+MAX_LOADS = 3  # the first load and two re-plans after running out of memory
+
+
 def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.Event,
                  on_ready: Callable[[str], None], on_error: Callable[[str], None]) -> None:
     from engine.runtime import Engine
@@ -116,8 +122,19 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
         state.load_progress = value
         return not stopping.is_set()
 
+    spec = options.spec
     try:
-        engine = Engine(options.spec, queue_size=options.queue_size, progress=progress)
+        for attempt in range(MAX_LOADS):
+            try:
+                engine = Engine(spec, queue_size=options.queue_size, progress=progress)
+                break
+            except OutOfMemoryError as exc:
+                smaller = options.replan(exc) if options.replan and attempt + 1 < MAX_LOADS \
+                    else None
+                if smaller is None or stopping.is_set():
+                    raise
+                log.warning("the load ran out of memory (%s); loading a re-plan", exc)
+                spec = smaller
     except EngineError as exc:
         state.fail(str(exc))
         on_error(str(exc))

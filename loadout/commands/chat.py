@@ -55,10 +55,12 @@ def spec_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
-                   attempt: int = 0, depth: int = 0) -> Any:
+                   attempt: int = 0, depth: int = 0,
+                   failed_gpu_plans: tuple[Any, ...] = ()) -> Any:
     """Resolve MODEL and plan it (or the default launch); returns a ``PlannedLaunch``.
 
-    ``attempt`` > 0 re-plans with a larger memory reserve (after an out-of-memory load).
+    ``attempt`` > 0 re-plans with a larger memory reserve (after an out-of-memory load);
+    ``failed_gpu_plans``: plans that ran out of memory on a GPU, each shrinking it.
     """
     from engine.launch import PlannedLaunch, _default_spec, plan_launch
     from engine.models import resolve_local_model
@@ -76,7 +78,8 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
     else:
         launch = plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
                              n_threads=args.threads, overrides=overrides, attempt=attempt,
-                             depth=depth, workers=worker_list(getattr(args, "workers", None)))
+                             depth=depth, workers=worker_list(getattr(args, "workers", None)),
+                             failed_gpu_plans=failed_gpu_plans)
     if getattr(args, "no_warmup", False):
         launch = replace(launch, spec=launch.spec.with_changes(warm_up=False))
     return launch
@@ -84,26 +87,32 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
 
 def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,
                   attempts: int = 3, depth: int = 0) -> tuple[Any, Any]:
-    """Plan, load, and on an out-of-memory load re-plan with a larger reserve (bounded).
+    """Plan, load, and on an out-of-memory load re-plan (bounded): with less on the GPU
+    that ran out, or with a larger host reserve when host memory did.
 
     Returns the ``(PlannedLaunch, Engine)`` that loaded.
     """
-    from engine.launch import load_with_replan
+    from engine.launch import ReplanLadder, load_with_replan
 
     launches: list[Any] = []
+    ladder = ReplanLadder()
 
     def make_spec(attempt: int) -> Any:
-        launch = planned_launch(args, prompt_tokens, attempt, depth)
+        launch = planned_launch(args, prompt_tokens, ladder.host_attempt, depth,
+                                failed_gpu_plans=tuple(ladder.failed_gpu_plans))
         if launch.note and not launches:
             print(launch.note, file=sys.stderr)
-        if attempt:
-            print(f"out of memory; re-planned with a larger reserve (attempt {attempt + 1})",
-                  file=sys.stderr)
         launches.append(launch)
+        ladder.last_plan = launch.plan
         return launch.spec
 
+    def failed(exc: Exception) -> None:
+        print(f"{ladder.failed(exc)} (attempt {len(launches) + 1})", file=sys.stderr,
+              flush=True)
+
     engine = load_with_replan(make_spec, lambda spec: load_engine(spec),
-                              max_attempts=1 if args.no_plan else attempts)
+                              max_attempts=1 if args.no_plan else attempts,
+                              on_failure=failed)
     return launches[-1], engine
 
 

@@ -72,27 +72,55 @@ def register(sub: Any) -> None:
                    help=argparse.SUPPRESS)
 
 
-def _spec(args: argparse.Namespace, model_path: Path) -> Any:
+def _planned(args: argparse.Namespace, model_path: Path, failed: Any = ()) -> Any:
+    from engine.launch import plan_launch
+    from loadout.commands.plan import worker_list
+
+    pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
+            "kv_type": args.kv_type.lower() if args.kv_type else None}
+    return plan_launch(str(model_path), context=max(64, args.ctx),
+                       parallel=max(1, args.parallel), n_threads=args.threads, overrides=pins,
+                       workers=worker_list(args.workers), attempt=failed.host_attempt
+                       if failed else 0,
+                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else ())
+
+
+def _replan(args: argparse.Namespace, model_path: Path, first: Any) -> Any:
+    """The serve ladder: after an out-of-memory load, a re-plan with less on the GPU that
+    ran out (or a larger host reserve); None when there is no plan to re-make."""
+    from engine.launch import ReplanLadder
+
+    if first is None:
+        return None
+    ladder = ReplanLadder()
+    ladder.last_plan = first
+
+    def replan(exc: Exception) -> Any:
+        print(ladder.failed(exc), file=sys.stderr, flush=True)
+        launch = _planned(args, model_path, ladder)
+        if launch.plan is None:
+            return None
+        ladder.last_plan = launch.plan
+        spec = launch.spec
+        return spec.with_changes(warm_up=False) if args.no_warmup else spec
+
+    return replan
+
+
+def _spec_and_plan(args: argparse.Namespace, model_path: Path) -> tuple[Any, Any]:
     from engine.launch import LaunchSpec
 
     if args.launch_spec is not None:
         doc = json.loads(args.launch_spec.read_text(encoding="utf-8"))
         doc["model_path"] = str(model_path)
-        return LaunchSpec.from_json(doc)
+        return LaunchSpec.from_json(doc), None
     parallel = max(1, args.parallel)
     if not args.no_plan:
-        from engine.launch import plan_launch
-        from loadout.commands.plan import worker_list
-
-        pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
-                "kv_type": args.kv_type.lower() if args.kv_type else None}
-        launch = plan_launch(str(model_path), context=max(64, args.ctx), parallel=parallel,
-                             n_threads=args.threads, overrides=pins,
-                             workers=worker_list(args.workers))
+        launch = _planned(args, model_path)
         if launch.note:
             print(launch.note, file=sys.stderr, flush=True)
         if launch.plan is not None:
-            return launch.spec
+            return launch.spec, launch.plan
     changes: dict[str, Any] = {"n_ctx": max(64, args.ctx) * parallel, "n_seq_max": parallel}
     if args.threads:
         changes["n_threads"] = args.threads
@@ -100,7 +128,7 @@ def _spec(args: argparse.Namespace, model_path: Path) -> Any:
         changes["n_gpu_layers"] = args.ngl
     if args.kv_type:
         changes["type_k"] = changes["type_v"] = args.kv_type.lower()
-    return LaunchSpec(model_path=str(model_path), **changes)
+    return LaunchSpec(model_path=str(model_path), **changes), None
 
 
 def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -133,13 +161,14 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_local_model(args.model)
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
-    spec = _spec(args, path)
+    spec, plan = _spec_and_plan(args, path)
     if args.no_warmup:
         spec = spec.with_changes(warm_up=False)
     # the key from the environment (how the desktop app passes it), never left there
     api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
     limits, conn = _limits(args)
-    options = ServeOptions(spec=spec, host=args.host, port=args.port,
+    options = ServeOptions(spec=spec, replan=_replan(args, path, plan),
+                           host=args.host, port=args.port,
                            api_key=api_key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, aliases=aliases,

@@ -44,6 +44,34 @@ def test_each_out_of_memory_halves_what_the_device_is_given(tmp_path: Path) -> N
     second = plan(smaller, profile, request)
     assert second.engine["n_gpu_layers"] < first.engine["n_gpu_layers"]
     assert next(d.used_bytes for d in second.devices if d.id == "gpu0") <= used // 2
-    host_only = shrink_after_out_of_memory(inventory, plan(
-        inventory, profile, Request(context=4096, advise=False, n_gpu_layers=0)))
-    assert host_only.gpus[0].free_bytes == inventory.gpus[0].free_bytes  # nothing to halve
+    # no layer on the GPU: it still runs the prompt's matmuls (op offload) in its compute
+    # buffer, which is what an out-of-memory there halves
+    in_ram = plan(inventory, profile, Request(context=4096, advise=False, n_gpu_layers=0))
+    gpu_use = next(d for d in in_ram.devices if d.id == "gpu0")
+    assert gpu_use.weights_bytes == 0 and gpu_use.compute_bytes > 0
+    host_only = shrink_after_out_of_memory(inventory, in_ram)
+    assert host_only.gpus[0].free_bytes == gpu_use.used_bytes // 2 + reserve_for(
+        inventory.gpus[0])
+
+
+def test_the_ladder_shrinks_the_gpu_that_ran_out_and_grows_the_host_reserve_otherwise(
+        tmp_path: Path) -> None:
+    from engine.errors import AllocationFailedError
+    from engine.launch import ReplanLadder, gpu_out_of_memory_in_log
+
+    ladder = ReplanLadder()
+    ladder.last_plan = {"devices": [{"id": "gpu0", "kind": "gpu", "weights_bytes": 8 * GIB,
+                                     "kv_bytes": 0, "compute_bytes": 0, "other_bytes": 0}]}
+    said = ladder.failed(AllocationFailedError("out of memory on CUDA0", "CUDA0", None, None))
+    assert "CUDA0" in said and ladder.failed_gpu_plans == [ladder.last_plan]
+    assert ladder.host_attempt == 0
+    ladder.failed(AllocationFailedError("out of host memory", "CPU", None, None))
+    assert ladder.host_attempt == 1 and len(ladder.failed_gpu_plans) == 1
+    smaller = shrink_after_out_of_memory(_rig(23.5), ladder.failed_gpu_plans[0])
+    assert smaller.gpus[0].free_bytes == 4 * GIB + reserve_for(_rig(23.5).gpus[0])
+    # a dead engine's log (the app's ladder reads it)
+    assert gpu_out_of_memory_in_log(
+        "alloc_tensor_range: failed to allocate Vulkan0 buffer of size 672243712") == "Vulkan0"
+    assert gpu_out_of_memory_in_log("loading m.gguf: out of memory on CUDA1: asked") == "CUDA1"
+    assert gpu_out_of_memory_in_log("failed to allocate CPU buffer of size 9") == ""
+    assert gpu_out_of_memory_in_log("Vulkan_Host: failed to allocate Vulkan_Host buffer") == ""

@@ -30,18 +30,19 @@ def measured(gpu_home: Path, vulkan_device: dict[str, Any]) -> dict[str, Any]:
 # Misses of the memory model that this backend shows, measured by
 # ``bench/memory_accuracy.py --gpu`` (README, "Engine builds"). Strict: when the model is
 # fixed these pass, and the marker must go.
-HOST_COMPUTE = ("the host compute buffer (Vulkan_Host) is ~6 MiB where the model prices "
-                "~2 MiB: -10% of a small host total")
-OP_OFFLOAD = ("partial offload: the model prices the host layers' weights copied into the "
-              "device's compute buffer (op offload, ~+200 MiB) and a small host compute "
-              "buffer; llama.cpp on Vulkan copies ~9 MiB there and computes the large "
-              "micro-batch in the host's buffer")
+MMAP_SPAN = ("llama.cpp reports the host's mapped span of the file, which runs over tensors "
+             "placed on the device between host tensors; the plan counts the host tensors")
+MOE_PROMPT = ("MoE blocks with a micro-batch of 2048 under op offload: the device's compute "
+              "buffer is ~8 MiB off (-6% with whole blocks in RAM, +6% with experts in RAM)")
+RECURRENT_PROMPT = ("recurrent blocks in RAM run by the device (op offload): their state "
+                    "copies are not priced (-3%)")
+KNOWN_MISSES = {("demo/half", "host"): MMAP_SPAN, ("moe/experts-in-ram", "host"): MMAP_SPAN,
+                ("moe/half", "gpu0"): MOE_PROMPT, ("moe/experts-in-ram", "gpu0"): MOE_PROMPT,
+                ("hybrid/half", "gpu0"): RECURRENT_PROMPT}
 
 
 def _known_miss(case: str, device: str) -> str | None:
-    if case.endswith("/full"):
-        return HOST_COMPUTE if device == "host" else None
-    return OP_OFFLOAD
+    return KNOWN_MISSES.get((case, device))
 
 
 GOAL_CASES = [pytest.param(c, d, marks=pytest.mark.xfail(strict=True, reason=why))

@@ -17,7 +17,6 @@ import pytest
 
 from bench import gpu_memory as gm
 from tests.gpu.conftest import ROOT, gpu_env, run_worker
-from tests.gpu.test_gpu_memory import OP_OFFLOAD
 
 
 def _free_port() -> int:
@@ -81,7 +80,6 @@ def test_main_and_helper_split_the_layers_as_planned(split: dict[str, Any]) -> N
     assert gm.misses([totals["gpu1"], totals["host"]]) == []
 
 
-@pytest.mark.xfail(strict=True, reason=OP_OFFLOAD)
 def test_main_device_memory_within_the_goal_when_layers_stay_in_ram(
         split: dict[str, Any]) -> None:
     assert gm.misses([_totals(split["main+helper"])["gpu0"]]) == []
