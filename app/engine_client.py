@@ -78,6 +78,29 @@ def get_json(endpoint: Endpoint, path: str, timeout: float = 5.0) -> tuple[int, 
         return resp.status, None
 
 
+def post_json(endpoint: Endpoint, path: str, body: Any, timeout: float = 5.0
+              ) -> tuple[int, Any]:
+    """``POST path`` with a JSON body: the status code and the decoded JSON answer.
+
+    Raises:
+        EngineHttpError: the engine could not be reached.
+    """
+    conn = endpoint.connection(timeout)
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode("utf-8"),
+                     headers=endpoint.headers())
+        resp = conn.getresponse()
+        raw = resp.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise EngineHttpError(f"the engine does not answer at {endpoint.url}: {exc}") from exc
+    finally:
+        conn.close()
+    try:
+        return resp.status, json.loads(raw)
+    except ValueError:
+        return resp.status, None
+
+
 @dataclass
 class StreamResult:
     """What a streamed answer came to.

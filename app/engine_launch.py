@@ -5,6 +5,10 @@ No Qt here: plain values and functions, used by :mod:`app.engine_process`.
 The engine is ``python -m loadout serve MODEL --launch-spec FILE --ready-json``. Loading
 binds 127.0.0.1 on a free port; serving to other devices binds 0.0.0.0 and always with an
 API key (the app generates one; there is no way to bind off loopback without).
+
+Every engine the app starts also gets a private key of its own (:func:`key_environment`):
+the app's client always sends it, and until the Server switch is on the engine answers
+nothing else, loopback included. The switch flips that at run time (no restart).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.launch import LaunchSpec
-from engine.server.security import API_KEY_ENV
+from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +51,14 @@ class Binding:
         lan: listen on every interface (other devices may connect); needs ``api_key``.
         port: the port (0: a free one, picked at start).
         api_key: the key clients send (None: none, only allowed on loopback).
+        public: clients other than the app are served (the Server switch); changing
+            only this needs no restart.
     """
 
     lan: bool = False
     port: int = 0
     api_key: str | None = None
+    public: bool = False
 
     def __post_init__(self) -> None:
         if self.lan and not self.api_key:
@@ -128,10 +135,12 @@ def serve_arguments(spec_file: Path, model_path: str, binding: Binding, port: in
             "--host", binding.host, "--port", str(port), "--ready-json"]
 
 
-def key_environment(binding: Binding) -> dict[str, str]:
-    """The environment variables that hand the engine its API key (empty: no key, even if
-    the app's own environment names one)."""
-    return {API_KEY_ENV: binding.api_key or ""}
+def key_environment(binding: Binding, app_key: str | None = None) -> dict[str, str]:
+    """The environment variables that hand the engine its API key, the app's private key
+    and whether it starts public (empty: none, even if the app's own environment names
+    one)."""
+    return {API_KEY_ENV: binding.api_key or "", APP_KEY_ENV: app_key or "",
+            APP_PUBLIC_ENV: "1" if binding.public else ""}
 
 
 def python_executable() -> str:

@@ -1,6 +1,10 @@
 """The engine process, seen from the app: start it with a LaunchSpec, follow its load,
 notice when it dies, stop it.
 
+Each engine gets a fresh private key in its environment (never on its command line); every
+request of the app carries it, and the engine serves nobody else until
+:meth:`EngineProcess.set_public` (the Server switch) says so.
+
 The engine runs as ``python -m loadout serve`` under a :class:`QProcess` (its output is
 read by Qt's event loop, never by a blocking call on the UI thread). The app knows the
 port before the engine is ready, so it can follow the load on ``/health``; the ready line
@@ -10,6 +14,7 @@ crash: the last lines of its log say why.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -20,24 +25,27 @@ from typing import Any
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
 from app.engine_child import PARENT_ENV, wrapper_arguments
-from app.engine_client import Endpoint
+from app.engine_client import Endpoint, EngineHttpError, post_json
 from app.engine_launch import (
     LOOPBACK,
     Binding,
     free_port,
     key_environment,
+    new_api_key,
     python_executable,
     serve_arguments,
     write_spec,
 )
 from app.status_poller import StatusPoller
 from engine.launch import LaunchSpec
+from engine.server.security import ACCESS_PATH
 
 log = logging.getLogger(__name__)
 
 LOG_LINES = 40
 STOP_GRACE_MS = 5000
 STATES = ("unloaded", "loading", "ready", "stopping", "crashed")
+ACCESS_TIMEOUT_S = 5.0
 
 
 def _repo_root() -> Path:
@@ -64,6 +72,7 @@ class EngineProcess(QObject):
         self.state = "unloaded"
         self.spec: LaunchSpec | None = None
         self.binding = Binding()
+        self.app_key = ""
         self.port = 0
         self.endpoint: Endpoint | None = None
         self.load_progress = 0.0
@@ -87,6 +96,7 @@ class EngineProcess(QObject):
         from engine.paths import paths
 
         self.spec, self.binding = spec, wanted
+        self.app_key = new_api_key()  # this engine's own: the app's requests carry it
         self.port = wanted.port or free_port(LOOPBACK)
         spec_file = write_spec(spec, paths().cache / "engine")
         self.log_tail.clear()
@@ -103,7 +113,7 @@ class EngineProcess(QObject):
         # ggml's abort would attach gdb: seconds of frames that push the cause (a lost
         # RPC worker, a failed assert) out of the log lines the app reads
         env.insert("GGML_NO_BACKTRACE", "1")
-        for name, value in key_environment(wanted).items():  # never on the command line
+        for name, value in key_environment(wanted, self.app_key).items():  # never in argv
             env.insert(name, value)
         process.setProcessEnvironment(env)
         process.setWorkingDirectory(root)
@@ -112,7 +122,7 @@ class EngineProcess(QObject):
         process.finished.connect(self._on_process_finished)
         process.errorOccurred.connect(self._on_process_error)
         self._process = process
-        self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=wanted.api_key)
+        self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=self.app_key)
         args = serve_arguments(spec_file, spec.model_path, wanted, self.port)
         log.info("starting the engine: %s %s", python_executable(), " ".join(args))
         self._set_state("loading")
@@ -124,6 +134,25 @@ class EngineProcess(QObject):
         """Start the same spec again, listening as ``binding`` says."""
         if self.spec is not None:
             self.load(self.spec, binding)
+
+    def set_public(self, public: bool) -> bool:
+        """Serve clients other than the app (the Server switch) or only the app, without a
+        restart. A loopback round trip to a route that only flips a flag, so it runs here.
+        Returns whether the engine took it."""
+        endpoint = self.endpoint
+        if endpoint is None or self.state != "ready":
+            return False
+        try:
+            status, _ = post_json(endpoint, ACCESS_PATH, {"public": public},
+                                  timeout=ACCESS_TIMEOUT_S)
+        except EngineHttpError as exc:
+            log.warning("the engine's access was not changed: %s", exc)
+            return False
+        if status != 200:
+            log.warning("the engine refused the access change (HTTP %d)", status)
+            return False
+        self.binding = dataclasses.replace(self.binding, public=public)
+        return True
 
     def unload(self) -> None:
         """Stop the engine (frees all its memory); returns at once."""
@@ -194,7 +223,7 @@ class EngineProcess(QObject):
             return
         if doc.get("event") == "ready" and self.endpoint is not None:
             self.endpoint = Endpoint(self.endpoint.url, str(doc.get("model") or ""),
-                                     self.binding.api_key)
+                                     self.app_key)
             self.load_progress = 1.0
             self.sig_load_progressed.emit(1.0)
             self._set_state("ready")

@@ -1,9 +1,10 @@
 """Server: one switch to serve the loaded model over the OpenAI-compatible API.
 
-The engine process already answers on 127.0.0.1 (the chat uses it); serving on this
-computer only shows its address. Allowing other devices restarts the engine bound to every
-interface, always with an API key (generated here, shown and copyable). Live: the active
-and queued requests, the aggregate decode throughput, memory per device.
+The engine process already answers on 127.0.0.1, but only to this app (its private key);
+serving on this computer opens it to other clients there, without a restart. Allowing
+other devices restarts the engine bound to every interface, always with an API key
+(generated here, shown and copyable). Live: the active and queued requests, the aggregate
+decode throughput, memory per device.
 """
 
 from __future__ import annotations
@@ -162,16 +163,19 @@ class ServerPage(QWidget):
             return Binding()
         lan = self.lan.isChecked()
         return Binding(lan=lan, port=self.port.value(),
-                       api_key=self.key.text() or None if lan else None)
+                       api_key=self.key.text() or None if lan else None, public=True)
 
     def apply(self) -> None:
-        """Restart the engine if it does not listen as the controls ask."""
+        """Restart the engine if it does not listen as the controls ask; open it to other
+        clients or close it to them (no restart)."""
         if self._engine.state != "ready":
             self._refresh()
             return
         wanted = self.binding()
         if needs_restart(self._engine.binding, wanted, self._engine.port):
             self._engine.restart(wanted)
+        elif wanted.public != self._engine.binding.public:
+            self._engine.set_public(wanted.public)
         self._refresh()
         self.sig_binding_applied.emit(wanted)
 
@@ -210,10 +214,7 @@ class ServerPage(QWidget):
         self._refresh()
 
     def _on_engine_ready(self, _endpoint: object) -> None:
-        if self.serve_switch.isChecked():
-            self.apply()  # the switches may have moved while it was loading
-        else:
-            self._refresh()
+        self.apply()  # the switches may have moved while it was loading
 
     def _on_engine_status(self, status: dict[str, Any]) -> None:
         engine = status.get("engine") or {}

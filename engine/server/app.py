@@ -2,10 +2,12 @@
 
 Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions``,
 ``POST /v1/completions``, ``GET /metrics`` (Prometheus text) and ``GET /v1/loadout/status``
-(live state for the GUI). The engine owns the model on its own thread; handlers only
-parse, submit, and stream the chunks back (``async for`` over the request handle, no
-thread per request). The app answers while the model loads: ``/health`` says 503
-``loading`` with the progress, and model routes answer 503 with ``Retry-After``.
+(live state for the GUI), and for the desktop app's own engine ``POST /v1/loadout/access``
+(``{"public": bool}``: serve clients other than the app, or only the app). The engine
+owns the model on its own thread; handlers only parse, submit, and stream the chunks back
+(``async for`` over the request handle, no thread per request). The app answers while the
+model loads: ``/health`` says 503 ``loading`` with the progress, and model routes answer
+503 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from engine.server.grammar_budget import BudgetExceeded
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.security import (
+    ACCESS_PATH,
+    AppAccess,
     AuthMiddleware,
     BodyLimitMiddleware,
     BodyTooLarge,
@@ -50,7 +54,7 @@ from engine.server.state import RETRY_AFTER_S, EngineLike, ServerState, template
 log = logging.getLogger(__name__)
 
 ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                       "/metrics", "/v1/loadout/status"})
+                       "/metrics", "/v1/loadout/status", ACCESS_PATH})
 
 
 class _JSONResponse(JSONResponse):
@@ -120,7 +124,7 @@ async def _probe_grammar(state: ServerState, parsed: ParsedRequest) -> None:
         log.warning("the grammar checker failed; using the grammar unchecked", exc_info=True)
 
 
-def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
+def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[Route]:
     state = ctx.state
 
     async def health(request: Request) -> Response:
@@ -181,8 +185,20 @@ def _routes(ctx: GenContext, limits: RequestLimits) -> list[Route]:
             "engine": state.engine_status(),
         })
 
+    async def app_access(request: Request) -> Response:
+        # only the app's key reaches here (AuthMiddleware)
+        body = await _read_json(request)
+        public = body.get("public") if isinstance(body, dict) else None
+        if not isinstance(public, bool):
+            raise ApiError(400, "send {\"public\": true} or {\"public\": false}",
+                           param="public", code="invalid_value")
+        access.public = public
+        log.info("the server is now %s", "public" if public else "private to the app")
+        return _json({"public": access.public})
+
     routes = [
         Route("/health", health, methods=["GET"]),
+        Route(ACCESS_PATH, app_access, methods=["POST"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/loadout/status", status, methods=["GET"]),
     ]
@@ -248,12 +264,15 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 def build_app(state: ServerState, policy: SecurityPolicy,
               limits: RequestLimits = DEFAULT_REQUEST_LIMITS,
-              connections: ConnectionLimits | None = None) -> Starlette:
-    """The ASGI app serving ``state``'s engine under ``policy``.
+              connections: ConnectionLimits | None = None,
+              access: AppAccess | None = None) -> Starlette:
+    """The ASGI app serving ``state``'s engine under ``policy`` (and, for the desktop
+    app's own engine, ``access``: its private key and whether others are served).
 
     Middleware, outermost first: CORS (only with origins), request counting, the local
     guard (Host, Origin, content type), body read timeout, body size limit, API key.
     """
+    access = access or AppAccess()
     metrics = ServerMetrics(state.engine_status)
     ctx = GenContext(state=state, metrics=metrics)
     middleware = []
@@ -267,12 +286,13 @@ def build_app(state: ServerState, policy: SecurityPolicy,
                    Middleware(BodyTimeoutMiddleware,
                               timeout_s=(connections or ConnectionLimits()).body_timeout_s),
                    Middleware(BodyLimitMiddleware, limit=policy.max_body_bytes),
-                   Middleware(AuthMiddleware, policy=policy)]
-    app = Starlette(routes=_routes(ctx, limits), middleware=middleware,
+                   Middleware(AuthMiddleware, policy=policy, access=access)]
+    app = Starlette(routes=_routes(ctx, limits, access), middleware=middleware,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.server = state
     app.state.metrics = metrics
+    app.state.access = access
     return app
 
 

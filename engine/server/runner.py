@@ -26,7 +26,7 @@ from engine.server.app import ServerState, build_app
 from engine.server.connections import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, http_protocol
 from engine.server.grammar_probe import GrammarProbe
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
-from engine.server.security import DEFAULT_MAX_BODY_BYTES, SecurityPolicy
+from engine.server.security import DEFAULT_MAX_BODY_BYTES, AppAccess, SecurityPolicy
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,9 @@ class ServeOptions:
         connections: connection count and read timeouts.
         replan: after a load ran out of memory, the spec to load instead (None: give up);
             ``loadout serve`` re-plans with the GPU that ran out shrunk.
+        app_key: the desktop app's private key for its own engine (accepted everywhere);
+            with it, other clients are served only while ``app_public`` (the app switches
+            it at run time).
     """
 
     spec: LaunchSpec
@@ -66,6 +69,8 @@ class ServeOptions:
     limits: RequestLimits = DEFAULT_REQUEST_LIMITS
     connections: ConnectionLimits = DEFAULT_CONNECTION_LIMITS
     replan: Callable[[Exception], LaunchSpec | None] | None = None
+    app_key: str | None = None
+    app_public: bool = False
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -198,7 +203,8 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
                                     options.max_body_bytes, options.allowed_hosts)
     state = ServerState(model_id=options.model_id, aliases=options.aliases)
     conn = options.connections
-    app = build_app(state, policy, options.limits, conn)
+    app = build_app(state, policy, options.limits, conn,
+                    AppAccess(options.app_key, options.app_public))
     sock = bind_socket(options.host, options.port)
     url = base_url(sock, options.host)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",

@@ -12,6 +12,10 @@
   to 127.0.0.1 cannot reach the server); a browser ``Origin`` other than the CORS origins
   is refused; POST bodies must be ``application/json`` (a cross-site HTML form cannot
   send that without a CORS preflight, which is refused).
+- The desktop app's own engine also has a private key (from the environment, never the
+  command line) that is accepted on every route; until the app makes the server public
+  (``POST /v1/loadout/access``, with that key) every other request is refused, loopback
+  included.
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 # How a parent process hands ``loadout serve`` its key: the environment, which (unlike the
 # command line) other local users cannot read.
 API_KEY_ENV = "LOADOUT_API_KEY"
+# The desktop app's private key for its own engine, and whether that engine starts public.
+APP_KEY_ENV = "LOADOUT_APP_KEY"
+APP_PUBLIC_ENV = "LOADOUT_APP_PUBLIC"
+# The route by which the app (only with its private key) makes its engine public or private.
+ACCESS_PATH = "/v1/loadout/access"
 KEY_PREFIX = "sk-loadout-"
 # Paths anyone may read without a key: liveness for load balancers and the GUI's probe.
 PUBLIC_PATHS = frozenset({"/health"})
@@ -119,10 +128,31 @@ class SecurityPolicy:
         """Constant-time check of a presented key (always true when no key is set)."""
         if self.api_key is None:
             return True
-        if presented is None:
-            # Compare anyway so a missing key takes as long as a wrong one.
-            presented = ""
-        return hmac.compare_digest(presented.encode("utf-8"), self.api_key.encode("utf-8"))
+        return _same_key(presented, self.api_key)
+
+
+def _same_key(presented: str | None, key: str) -> bool:
+    # a missing key is compared too, so it takes as long as a wrong one
+    return hmac.compare_digest((presented or "").encode("utf-8"), key.encode("utf-8"))
+
+
+class AppAccess:
+    """The desktop app's hold on its own engine (mutable: the app switches it at run time).
+
+    Attributes:
+        app_key: the app's private key, accepted on every route (None: no app, as when
+            ``loadout serve`` runs from a terminal).
+        public: whether requests without the app key are served (under the policy's API
+            key, if any); always true without an app key.
+    """
+
+    def __init__(self, app_key: str | None = None, public: bool = False) -> None:
+        self.app_key = app_key or None
+        self.public = public or self.app_key is None
+
+    def is_app(self, presented: str | None) -> bool:
+        """Constant-time check that ``presented`` is the app's key."""
+        return self.app_key is not None and _same_key(presented, self.app_key)
 
 
 def presented_key(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -173,23 +203,41 @@ async def error_response(send: Send, status: int, message: str, code: str,
 
 class AuthMiddleware:
     """Rejects requests without the right key with 401 (``/health`` and CORS preflight
-    excepted)."""
+    excepted).
 
-    def __init__(self, app: ASGIApp, policy: SecurityPolicy) -> None:
+    The app's key (``access``) passes everywhere; the access route wants it; while the
+    app's engine is not public nothing else passes; otherwise the policy's API key rules.
+    """
+
+    def __init__(self, app: ASGIApp, policy: SecurityPolicy,
+                 access: AppAccess | None = None) -> None:
         self.app = app
         self.policy = policy
+        self.access = access or AppAccess()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.policy.api_key is None \
-                or scope["path"] in PUBLIC_PATHS or scope["method"] == "OPTIONS":
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS \
+                or scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        if not self.policy.key_matches(presented_key(scope.get("headers", []))):
-            body = _error_body("missing or wrong API key (send 'Authorization: Bearer KEY')",
-                               "authentication_error", "invalid_api_key")
-            await _send_json(send, 401, body, [(b"www-authenticate", b"Bearer")])
+        presented = presented_key(scope.get("headers", []))
+        if self.access.is_app(presented):
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        if scope["path"] == ACCESS_PATH and self.access.app_key is None:
+            await _send_json(send, 404, _error_body(
+                f"{ACCESS_PATH}: this server was not started by the app",
+                "invalid_request_error", "not_found"))
+            return
+        if scope["path"] == ACCESS_PATH or not self.access.public:
+            message = "this server answers only the app that started it (turn its server on)"
+        elif self.policy.key_matches(presented):
+            await self.app(scope, receive, send)
+            return
+        else:
+            message = "missing or wrong API key (send 'Authorization: Bearer KEY')"
+        body = _error_body(message, "authentication_error", "invalid_api_key")
+        await _send_json(send, 401, body, [(b"www-authenticate", b"Bearer")])
 
 
 class BodyTooLarge(Exception):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.server.security import API_KEY_ENV
+from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
 
 
 def register(sub: Any) -> None:
@@ -166,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
         spec = spec.with_changes(warm_up=False)
     # the key from the environment (how the desktop app passes it), never left there
     api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
+    # the desktop app's private key: with it, only the app is served until it says
+    app_key = os.environ.pop(APP_KEY_ENV, None) or None
+    app_public = os.environ.pop(APP_PUBLIC_ENV, "") == "1"
     limits, conn = _limits(args)
     options = ServeOptions(spec=spec, replan=_replan(args, path, plan),
                            host=args.host, port=args.port,
@@ -173,7 +176,8 @@ def run(args: argparse.Namespace) -> int:
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, aliases=aliases,
                            model_id=path.stem, allowed_hosts=tuple(args.allow_host),
-                           limits=limits, connections=conn)
+                           limits=limits, connections=conn, app_key=app_key,
+                           app_public=app_public)
     print(f"loading {path.name} ...", file=sys.stderr, flush=True)
     try:
         return serve(options)

@@ -39,6 +39,36 @@ def _openai_answer(base_url: str, key: str) -> Any:
         max_tokens=24)
 
 
+def _models_status(window: Any, key: str | None) -> int:
+    """``GET /v1/models`` of the window's engine with ``key``: the HTTP status."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    request = urllib.request.Request(window.engine.endpoint.url + "/v1/models",
+                                     headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_until_served_the_engine_answers_only_the_app_with_its_private_key(
+        window: Any) -> None:
+    from openai import AuthenticationError
+
+    key = window.engine.app_key
+    assert key.startswith("sk-loadout-") and window.engine.endpoint.api_key == key
+    cmdline = Path(f"/proc/{window.engine.pid()}/cmdline")
+    if cmdline.exists():
+        assert key.encode() not in cmdline.read_bytes()
+    assert _models_status(window, None) == 401
+    assert _models_status(window, "sk-loadout-wrong") == 401
+    assert _models_status(window, key) == 200
+    with pytest.raises(AuthenticationError):
+        _openai_answer(window.engine.endpoint.base_url, "")
+    wait_until(lambda: window.server.memory.rowCount() > 0, 20,
+               "the status poller's answer, sent with the private key")
+
+
 def test_serving_on_this_computer_answers_the_openai_client_at_the_shown_url(
         window: Any) -> None:
     page = window.server
@@ -55,6 +85,11 @@ def test_serving_on_this_computer_answers_the_openai_client_at_the_shown_url(
     answer = _openai_answer(url, page.shown_key())
     assert "Paris" in (answer.choices[0].message.content or "")
     assert answer.usage is not None and answer.usage.completion_tokens > 0
+    page.serve_switch.setChecked(False)  # closed again, still without a restart
+    assert window.engine.pid() == pid and _models_status(window, None) == 401
+    assert _models_status(window, window.engine.app_key) == 200
+    page.serve_switch.setChecked(True)
+    assert _models_status(window, None) == 200
 
 
 def test_other_devices_only_with_a_key_and_the_client_works_with_the_shown_one(
@@ -81,8 +116,9 @@ def test_other_devices_only_with_a_key_and_the_client_works_with_the_shown_one(
     assert refused.value.code == 401
     answer = _openai_answer(url, page.shown_key())
     assert "Paris" in (answer.choices[0].message.content or "")
-    # the chat keeps working through the same key
-    assert window.engine.endpoint.api_key == key
+    # the app itself keeps its private key (never the one it shows)
+    assert window.engine.endpoint.api_key == window.engine.app_key != key
+    assert _models_status(window, window.engine.app_key) == 200
 
 
 def test_live_tables_show_slots_memory_and_throughput(window: Any) -> None:
@@ -120,9 +156,11 @@ def test_turning_other_devices_off_restarts_on_loopback_without_a_key(window: An
     wait_until(lambda: window.engine.state == "ready" and window.engine.pid() != pid,
                what="the restart on loopback")
     assert not window.engine.binding.lan and window.engine.binding.api_key is None
+    assert _models_status(window, None) == 200
     page.serve_switch.setChecked(False)
     assert page.base_url() == ""
     assert page.local_url.text() == "Not serving."
+    assert _models_status(window, None) == 401
 
 
 def test_screenshot_of_the_server_panel_serving_other_devices(window: Any, tmp_path: Path
