@@ -89,12 +89,14 @@ def _items(widget: QWidget) -> list[dict[str, Any]]:
     elif isinstance(widget, QTreeWidget):
         viewport = widget.viewport()
         for row in range(widget.topLevelItemCount()):
-            item = widget.topLevelItem(row)
-            rect = widget.visualItemRect(item)
+            node = widget.topLevelItem(row)
+            if node is None:
+                continue
+            rect = widget.visualItemRect(node)
             top_left = viewport.mapToGlobal(rect.topLeft())
-            out.append({"text": " | ".join(item.text(c) for c in range(widget.columnCount())),
+            out.append({"text": " | ".join(node.text(c) for c in range(widget.columnCount())),
                         "x": top_left.x(), "y": top_left.y(), "w": rect.width(),
-                        "h": rect.height(), "selected": item.isSelected()})
+                        "h": rect.height(), "selected": node.isSelected()})
     elif isinstance(widget, QComboBox):
         out = [{"text": widget.itemText(i)} for i in range(widget.count())]
     return out

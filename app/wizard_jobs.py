@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.hub.errors import (
     DownloadInProgressError,
@@ -24,6 +24,9 @@ from engine.hub.errors import (
     IntegrityError,
 )
 from planner.inventory import Inventory
+
+if TYPE_CHECKING:
+    from engine.hub.recommend import Recommendations
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +77,12 @@ def find_recommendations(inventory: Inventory, task: str, catalog_file: Path | N
     from engine.hub.recommend import recommend
 
     catalog = None
+    result: Recommendations | None = None
     try:
         catalog = load_catalog(path=catalog_file)
         result = recommend(inventory, task, catalog=catalog, progress=progress)
     except HubOfflineError as exc:
-        result, detail = None, str(exc)
+        detail = str(exc)
     except HubError as exc:
         return RecommendOutcome(task, problem=Problem.HUB, detail=str(exc))
     else:
