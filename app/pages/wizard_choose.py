@@ -89,6 +89,7 @@ class ChooseStep(QWidget):
         error_row.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
         self.error_box.setVisible(False)
         self.tree = QTreeWidget()
+        self.tree.setObjectName("wizardChoices")
         self.tree.setColumnCount(COLUMNS)
         self.tree.setRootIsDecorated(False)
         self.tree.setUniformRowHeights(True)
