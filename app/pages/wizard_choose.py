@@ -239,7 +239,8 @@ class ChooseStep(QWidget):
         lines = [self.tr("{quality} quality ({bits:.1f} bits per weight), {size} to download, "
                          "licence {licence}.").format(
             quality=self.quality_text(rec.quality_tier), bits=rec.bits,
-            size=fmt_bytes(rec.download_bytes), licence=rec.licence),
+            size=("≈ " if rec.estimated else "") + fmt_bytes(rec.download_bytes),
+            licence=rec.licence),
             self.tr("Predicted here: decode {decode} t/s, prefill {prefill} t/s, time to "
                     "first token {ttft}; context {context}.").format(
             decode=fmt_tps(rec.decode_tps), prefill=fmt_tps(rec.prefill_tps),

@@ -294,6 +294,7 @@ def test_models_page_button_opens_the_wizard_and_offline_the_bundled_catalog_is_
     first = outcome.result.items[0]
     assert rows[0][4] == fmt_tps(first.decode_tps) and first.decode_tps > 0
     assert "Estimated offline" in choose.details.text()
+    assert f"≈ {fmt_bytes(first.download_bytes)} to download" in choose.details.text()
     assert not wizard.next_button.isEnabled()  # nothing to download from
     assert "needs the internet" in wizard.next_button.toolTip()
     wizard.close_button.click()
