@@ -67,8 +67,12 @@ def split_lifeline(argv: list[str]) -> tuple[int | None, list[str]]:
     return None, argv
 
 
-def main(argv: list[str]) -> None:
-    """Tie this process to its parent, then run ``python argv...`` in it."""
+def tie_to_parent(argv: list[str]) -> list[str]:
+    """Tie this process to its parent (``[--lifeline FD]`` from ``argv``); the rest of argv.
+
+    The frozen bundle's launcher calls this too, since its executable stands in for
+    ``python -m app.engine_child``.
+    """
     from engine.parent_watch import watch_parent
 
     fd, rest = split_lifeline(argv)
@@ -76,6 +80,12 @@ def main(argv: list[str]) -> None:
         _die_with_parent()
     expected = os.environ.get(PARENT_ENV)
     watch_parent(fd, int(expected) if expected and expected.isdigit() else None)
+    return rest
+
+
+def main(argv: list[str]) -> None:
+    """Tie this process to its parent, then run ``python argv...`` in it."""
+    rest = tie_to_parent(argv)
     if len(rest) >= 2 and rest[0] == "-m":
         sys.argv = [rest[1], *rest[2:]]
         runpy.run_module(rest[1], run_name="__main__", alter_sys=True)

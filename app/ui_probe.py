@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QTableWidget,
     QTextEdit,
+    QTreeWidget,
     QWidget,
 )
 
@@ -85,6 +86,17 @@ def _items(widget: QWidget) -> list[dict[str, Any]]:
         for row in range(widget.rowCount()):
             cells = [widget.item(row, c) for c in range(widget.columnCount())]
             out.append({"text": " | ".join(c.text() for c in cells if c is not None)})
+    elif isinstance(widget, QTreeWidget):
+        viewport = widget.viewport()
+        for row in range(widget.topLevelItemCount()):
+            node = widget.topLevelItem(row)
+            if node is None:
+                continue
+            rect = widget.visualItemRect(node)
+            top_left = viewport.mapToGlobal(rect.topLeft())
+            out.append({"text": " | ".join(node.text(c) for c in range(widget.columnCount())),
+                        "x": top_left.x(), "y": top_left.y(), "w": rect.width(),
+                        "h": rect.height(), "selected": node.isSelected()})
     elif isinstance(widget, QComboBox):
         out = [{"text": widget.itemText(i)} for i in range(widget.count())]
     return out

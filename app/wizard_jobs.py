@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.hub.errors import (
     DownloadInProgressError,
@@ -24,6 +24,9 @@ from engine.hub.errors import (
     IntegrityError,
 )
 from planner.inventory import Inventory
+
+if TYPE_CHECKING:
+    from engine.hub.recommend import Recommendations
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,8 @@ class RecommendOutcome:
     """The ranked choices for a machine and task, or why there are none.
 
     ``downloaded`` maps a choice's ``spec`` to its local copy, for those already here.
+    ``estimated``: the hub could not be reached, so the choices are sized and planned
+    from the catalog's published shapes and none can be downloaded (``detail`` says why).
     """
 
     task: str
@@ -52,6 +57,7 @@ class RecommendOutcome:
     problem: Problem | None = None
     detail: str = ""
     downloaded: dict[str, Path] = field(default_factory=dict)
+    estimated: bool = False
 
 
 def find_recommendations(inventory: Inventory, task: str, catalog_file: Path | None,
@@ -66,22 +72,33 @@ def find_recommendations(inventory: Inventory, task: str, catalog_file: Path | N
         progress: called with (models judged, models in the catalog).
     """
     from engine.hub.catalog import load_catalog
+    from engine.hub.estimate import estimated_recommendations
     from engine.hub.library import find_downloaded
     from engine.hub.recommend import recommend
 
+    catalog = None
+    result: Recommendations | None = None
     try:
         catalog = load_catalog(path=catalog_file)
         result = recommend(inventory, task, catalog=catalog, progress=progress)
     except HubOfflineError as exc:
-        return RecommendOutcome(task, problem=Problem.OFFLINE, detail=str(exc))
+        detail = str(exc)
     except HubError as exc:
         return RecommendOutcome(task, problem=Problem.HUB, detail=str(exc))
-    if not result.items:
-        offline = result.catalog_status.startswith("offline") or not catalog.online
-        reasons = "; ".join(f"{m}: {why}" for m, why in result.skipped)
+    else:
+        detail = "; ".join(f"{m}: {why}" for m, why in result.skipped) \
+            or result.catalog_status
+    if result is None or not result.items:
+        offline = result is None or result.catalog_status.startswith("offline") \
+            or catalog is None or not catalog.online
+        if offline and catalog is not None:  # sized and planned from the catalog alone
+            estimate = estimated_recommendations(inventory, task, catalog, progress)
+            if estimate.items:
+                return RecommendOutcome(task, result=estimate, problem=None, detail=detail,
+                                        estimated=True)
         return RecommendOutcome(task, result=result,
                                 problem=Problem.OFFLINE if offline else Problem.NOTHING_JUDGED,
-                                detail=reasons or result.catalog_status)
+                                detail=detail)
     downloaded = {r.spec: path for r in result.items
                   if (path := find_downloaded(r.spec)) is not None}
     return RecommendOutcome(task, result=result, downloaded=downloaded)

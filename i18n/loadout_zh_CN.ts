@@ -182,6 +182,14 @@
         <translation>{name}（已下载）</translation>
     </message>
     <message>
+        <source>{name} (needs the internet to download)</source>
+        <translation>{name}（下载需要联网）</translation>
+    </message>
+    <message>
+        <source>≈ {size} (estimate)</source>
+        <translation>≈ {size}（估计）</translation>
+    </message>
+    <message>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -216,6 +224,10 @@
     <message>
         <source>Predicted here: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}; context {context}.</source>
         <translation>本机预测：解码 {decode} t/s，预填充 {prefill} t/s，首 token 时间 {ttft}；上下文 {context}。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Estimated offline&lt;/b&gt;: the size is the catalog&apos;s parameter count × {bits:.2f} bits per weight, and the speed is planned for a model of that size and shape. Downloading needs the internet.</source>
+        <translation>&lt;b&gt;离线估计&lt;/b&gt;：大小为目录中的参数量 × 每权重 {bits:.2f} 位，速度按该大小和结构的模型规划。下载需要联网。</translation>
     </message>
     <message>
         <source>&lt;b&gt;This model does not fit this machine.&lt;/b&gt; Pick a smaller one.</source>
@@ -284,6 +296,14 @@
     <message>
         <source>Planning every model of the catalog on this machine for {task}…</source>
         <translation>正在针对“{task}”在本机上规划目录中的每个模型…</translation>
+    </message>
+    <message>
+        <source>Best first for {task}, estimated for this machine. Select one to see where it would go.</source>
+        <translation>适合{task}的最佳选择在前，按本机估计。选择一个可查看它会放在哪里。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The model hub cannot be reached.&lt;/b&gt; These are the catalog&apos;s models with estimated sizes and predicted speeds on this machine; downloading needs the internet. Check the connection, then press Retry.</source>
+        <translation>&lt;b&gt;无法连接模型中心。&lt;/b&gt;以下是目录中的模型，附估计大小和在本机上的预测速度；下载需要联网。请检查网络连接，然后点击“重试”。</translation>
     </message>
     <message>
         <source>Best first for {task}, each planned on this machine. Select one to see where it would go.</source>
@@ -1527,6 +1547,10 @@
     <message>
         <source>Next</source>
         <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Downloading needs the internet: the model hub cannot be reached.</source>
+        <translation>下载需要联网：无法连接模型中心。</translation>
     </message>
     <message>
         <source>Machine</source>

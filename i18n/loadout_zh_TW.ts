@@ -182,6 +182,14 @@
         <translation>{name}（已下載）</translation>
     </message>
     <message>
+        <source>{name} (needs the internet to download)</source>
+        <translation>{name}（下載需要網路連線）</translation>
+    </message>
+    <message>
+        <source>≈ {size} (estimate)</source>
+        <translation>≈ {size}（估計）</translation>
+    </message>
+    <message>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -216,6 +224,10 @@
     <message>
         <source>Predicted here: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}; context {context}.</source>
         <translation>本機預測：解碼 {decode} t/s，預填充 {prefill} t/s，首個 token 時間 {ttft}；上下文 {context}。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Estimated offline&lt;/b&gt;: the size is the catalog&apos;s parameter count × {bits:.2f} bits per weight, and the speed is planned for a model of that size and shape. Downloading needs the internet.</source>
+        <translation>&lt;b&gt;離線估計&lt;/b&gt;：大小為目錄中的參數量 × 每權重 {bits:.2f} 位元，速度依該大小與結構的模型規劃。下載需要網路連線。</translation>
     </message>
     <message>
         <source>&lt;b&gt;This model does not fit this machine.&lt;/b&gt; Pick a smaller one.</source>
@@ -284,6 +296,14 @@
     <message>
         <source>Planning every model of the catalog on this machine for {task}…</source>
         <translation>正在針對「{task}」在本機上規劃目錄中的每個模型…</translation>
+    </message>
+    <message>
+        <source>Best first for {task}, estimated for this machine. Select one to see where it would go.</source>
+        <translation>適合{task}的最佳選擇在前，依本機估計。選擇一個可查看它會放在哪裡。</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;The model hub cannot be reached.&lt;/b&gt; These are the catalog&apos;s models with estimated sizes and predicted speeds on this machine; downloading needs the internet. Check the connection, then press Retry.</source>
+        <translation>&lt;b&gt;無法連線至模型中心。&lt;/b&gt;以下是目錄中的模型，附估計大小與在本機上的預測速度；下載需要網路連線。請檢查網路連線，然後按「重試」。</translation>
     </message>
     <message>
         <source>Best first for {task}, each planned on this machine. Select one to see where it would go.</source>
@@ -1527,6 +1547,10 @@
     <message>
         <source>Next</source>
         <translation>下一步</translation>
+    </message>
+    <message>
+        <source>Downloading needs the internet: the model hub cannot be reached.</source>
+        <translation>下載需要網路連線：無法連線至模型中心。</translation>
     </message>
     <message>
         <source>Machine</source>

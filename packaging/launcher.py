@@ -8,6 +8,11 @@ command line sees them:
     --engine NAME            run this once with the NAME build (cpu, cuda, hip, vulkan, metal)
     --engine-default NAME    remember NAME for every start (``auto``: choose automatically)
     --engines                list the builds in this bundle, the one chosen and why
+
+The executable also stands in for the interpreter the app starts its children with
+(``sys.executable`` is this executable in the bundle): ``-m loadout ARGS`` runs the command
+line with ARGS, and ``-m app.engine_child [--lifeline FD] -m loadout ARGS`` ties the
+process to the app first, as the engine's wrapper does.
 """
 
 from __future__ import annotations
@@ -52,6 +57,33 @@ def split_engine_args(argv: list[str]) -> tuple[list[str], str | None, str | Non
     return rest, once, default, listing
 
 
+ENGINE_CHILD = "app.engine_child"
+
+
+def split_module_args(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """Take ``-m loadout`` (and the engine wrapper's ``-m app.engine_child [--lifeline
+    FD]``) off the front of ``argv``, as ``python`` would run those modules.
+
+    Returns:
+        (the ``loadout`` command line, the wrapper's own arguments or None without one)
+
+    Raises:
+        SystemExit: ``-m`` names another module (this executable runs only Loadout).
+    """
+    wrapper = None
+    if argv[:2] == ["-m", ENGINE_CHILD]:
+        rest = argv[2:]
+        wrapper = rest[:2] if rest[:1] == ["--lifeline"] else []
+        argv = rest[len(wrapper):]
+    if argv[:2] == ["-m", "loadout"]:
+        return argv[2:], wrapper
+    if argv[:1] == ["-m"] or wrapper is not None:
+        module = argv[1] if argv[:1] == ["-m"] and len(argv) > 1 else " ".join(argv[:1])
+        raise SystemExit(f"loadout: cannot run {module or 'nothing'!r}: this executable runs "
+                         f"-m loadout or -m {ENGINE_CHILD} ... -m loadout")
+    return argv, None
+
+
 def _use_bundled_demo_model() -> None:
     model = bundle_root() / "models" / DEMO_FILE
     if model.is_file():
@@ -81,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         from engine import engine_probe
 
         return engine_probe.main(raw[1:])
+    raw, wrapper = split_module_args(raw)
+    if wrapper is not None:  # the engine's wrapper: end with the app, however it ends
+        from app.engine_child import tie_to_parent
+
+        tie_to_parent(wrapper)
     args, once, default, listing = split_engine_args(raw)
     _use_bundled_demo_model()
     from engine import engine_probe

@@ -209,6 +209,45 @@ def test_launcher_takes_its_engine_options_out() -> None:
         launcher.split_engine_args(["--engine"])
 
 
+def test_launcher_takes_the_interpreter_style_module_arguments_the_app_starts_it_with(
+        tmp_path: Path) -> None:
+    from app.engine_child import wrapper_arguments
+    from app.engine_launch import Binding, serve_arguments
+
+    serve = serve_arguments(tmp_path / "spec.json", "demo", Binding(lan=False), 8080)
+    assert serve[:2] == ["-m", "loadout"]  # what the app runs after sys.executable
+    assert launcher.split_module_args(serve) == (serve[2:], None)
+    wrapped = [*wrapper_arguments(), *serve]
+    assert launcher.split_module_args(wrapped) == (serve[2:], wrapped[2:4])
+    assert launcher.split_module_args(["-m", "app.engine_child", *serve]) == (serve[2:], [])
+    plain = ["chat", "demo", "-m", "loadout"]  # only a leading -m is the interpreter's
+    assert launcher.split_module_args(plain) == (plain, None)
+    for bad in (["-m"], ["-m", "pip", "install"], ["-m", "app.engine_child", "serve"]):
+        with pytest.raises(SystemExit, match="cannot run"):
+            launcher.split_module_args(bad)
+
+
+def test_launcher_runs_the_engine_command_line_the_app_gives_it(tmp_path: Path) -> None:
+    # the bundle's executable as the app starts it: wrapper, lifeline, then the command line
+    read_end, write_end = os.pipe()
+    try:
+        args = ["-m", "app.engine_child", "--lifeline", str(read_end),
+                "-m", "loadout", "serve", "--help"]
+        run = subprocess.run([sys.executable, str(PACKAGING / "launcher.py"), *args],
+                             cwd=ROOT, pass_fds=(read_end,), capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                               "LOADOUT_HOME": str(tmp_path)})
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert run.returncode == 0, run.stderr
+    assert "--launch-spec" in run.stdout and "--ready-json" in run.stdout  # serve's usage
+    bad = subprocess.run([sys.executable, str(PACKAGING / "launcher.py"), "-m", "pip"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert bad.returncode != 0 and "cannot run 'pip'" in bad.stderr
+
+
 def test_launcher_lists_engines_and_remembers_the_default(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -177,6 +177,9 @@ class ModelWizard(QDialog):
             self.next_button.setText(self.tr("Download this model"))
         else:
             self.next_button.setText(self.tr("Next"))
+        offline = step == "choose" and choice is not None and choice.estimated
+        self.next_button.setToolTip(self.tr("Downloading needs the internet: the model hub "
+                                            "cannot be reached.") if offline else "")
         self._refresh_progress_label()
 
     def _refresh_progress_label(self) -> None:

@@ -89,6 +89,7 @@ class ChooseStep(QWidget):
         error_row.addWidget(self.retry_button, 0, Qt.AlignmentFlag.AlignTop)
         self.error_box.setVisible(False)
         self.tree = QTreeWidget()
+        self.tree.setObjectName("wizardChoices")
         self.tree.setColumnCount(COLUMNS)
         self.tree.setRootIsDecorated(False)
         self.tree.setUniformRowHeights(True)
@@ -118,7 +119,8 @@ class ChooseStep(QWidget):
     # -- work -------------------------------------------------------------------------
     def start(self, inventory: Inventory, task: str) -> None:
         """Rank the catalog for ``inventory`` and ``task`` (again only if either changed)."""
-        ranked = self.outcome is not None and self.outcome.problem is None
+        ranked = self.outcome is not None and self.outcome.problem is None \
+            and not self.outcome.estimated
         if self._asked == (inventory, task) and (self.busy or ranked):
             return
         self._asked = (inventory, task)
@@ -153,9 +155,14 @@ class ChooseStep(QWidget):
         return self.outcome.downloaded.get(spec) if self.outcome is not None else None
 
     def can_continue(self) -> bool:
-        """A choice is selected and it fits this machine."""
+        """A choice is selected, it fits this machine and it can be downloaded now."""
         choice = self.selected()
-        return choice is not None and choice.fit.value != "does_not_fit"
+        return choice is not None and choice.fit.value != "does_not_fit" \
+            and not choice.estimated
+
+    def estimated(self) -> bool:
+        """The choices are offline estimates: the hub is needed to download any of them."""
+        return self.outcome is not None and self.outcome.estimated
 
     # -- results ----------------------------------------------------------------------
     def _on_ranking_progress(self, value: object) -> None:
@@ -196,7 +203,11 @@ class ChooseStep(QWidget):
         for item, rec in self._rows:
             name = rec.name if self.downloaded_path(rec.spec) is None else \
                 self.tr("{name} (downloaded)").format(name=rec.name)
-            cells = [name, rec.quant, fmt_bytes(rec.download_bytes), self.fit_text(rec.fit.value),
+            size = fmt_bytes(rec.download_bytes)
+            if rec.estimated:
+                name = self.tr("{name} (needs the internet to download)").format(name=name)
+                size = self.tr("≈ {size} (estimate)").format(size=size)
+            cells = [name, rec.quant, size, self.fit_text(rec.fit.value),
                      fmt_tps(rec.decode_tps), fmt_tokens(rec.context)]
             for col, text in enumerate(cells):
                 item.setText(col, text)
@@ -228,11 +239,17 @@ class ChooseStep(QWidget):
         lines = [self.tr("{quality} quality ({bits:.1f} bits per weight), {size} to download, "
                          "licence {licence}.").format(
             quality=self.quality_text(rec.quality_tier), bits=rec.bits,
-            size=fmt_bytes(rec.download_bytes), licence=rec.licence),
+            size=("≈ " if rec.estimated else "") + fmt_bytes(rec.download_bytes),
+            licence=rec.licence),
             self.tr("Predicted here: decode {decode} t/s, prefill {prefill} t/s, time to "
                     "first token {ttft}; context {context}.").format(
             decode=fmt_tps(rec.decode_tps), prefill=fmt_tps(rec.prefill_tps),
             ttft=fmt_seconds(rec.ttft_s), context=fmt_tokens(rec.context))]
+        if rec.estimated:
+            lines.append(self.tr("<b>Estimated offline</b>: the size is the catalog's "
+                                 "parameter count × {bits:.2f} bits per weight, and the speed "
+                                 "is planned for a model of that size and shape. Downloading "
+                                 "needs the internet.").format(bits=rec.bits))
         if rec.fit.value == "does_not_fit":
             lines.append(self.tr("<b>This model does not fit this machine.</b> Pick a "
                                  "smaller one."))
@@ -284,7 +301,8 @@ class ChooseStep(QWidget):
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(done)
         problem = outcome is not None and outcome.problem is not None
-        self.error_box.setVisible(problem)
+        estimated = outcome is not None and outcome.estimated
+        self.error_box.setVisible(problem or estimated)
         self.tree.setVisible(not problem)
         self.retry_button.setEnabled(not self.busy)
         if self.busy:
@@ -293,6 +311,14 @@ class ChooseStep(QWidget):
         elif outcome is not None and outcome.problem is not None:
             self.status.setText("")
             self.error_label.setText(self._problem_text(outcome))
+        elif outcome is not None and outcome.estimated:
+            self.status.setText(self.tr("Best first for {task}, estimated for this machine. "
+                                        "Select one to see where it would go.").format(
+                task=task))
+            self.error_label.setText(self.tr(
+                "<b>The model hub cannot be reached.</b> These are the catalog's models with "
+                "estimated sizes and predicted speeds on this machine; downloading needs the "
+                "internet. Check the connection, then press Retry."))
         elif outcome is not None and outcome.result is not None:
             status = outcome.result.catalog_status
             text = self.tr("Best first for {task}, each planned on this machine. Select one "

@@ -1,7 +1,8 @@
 """The catalog: model families worth recommending, with sizes from the hub's listings.
 
 ``assets/catalog.json`` names each family's hub repo, the quantizations worth considering,
-task strengths, licence and provenance — never a size. Sizes and sha256 come from the
+task strengths, licence and provenance, and the model's published shape (parameters,
+layers, widths) — never a file size. Sizes and sha256 come from the
 repo's file listing, fetched when online and cached under ``paths().cache / "hub"``;
 offline, the catalog shows what was last fetched and says it is offline.
 """
@@ -65,6 +66,7 @@ class CatalogModel:
     quants: tuple[QuantOption, ...]
     notes: str = ""
     listed_at: float | None = None   # when the listing was fetched (epoch seconds)
+    shape: tuple[tuple[str, float], ...] = ()  # published size and geometry (offline estimates)
 
     def strength(self, task: str) -> int:
         """0..3: how good this model is at ``task`` (catalog editors' rating)."""
@@ -220,7 +222,8 @@ def _model(entry: dict[str, Any]) -> CatalogModel:
         repo=entry["repo"], kind=entry["kind"], mtp_heads=bool(entry.get("mtp_heads")),
         licence=entry["licence"], provenance=tuple((str(k), str(v)) for k, v in prov.items()),
         tasks=tuple((t, int(s)) for t, s in entry["tasks"].items()), quants=quants,
-        notes=entry.get("notes", ""), listed_at=cached[1] if cached else None)
+        notes=entry.get("notes", ""), listed_at=cached[1] if cached else None,
+        shape=tuple((str(k), float(v)) for k, v in entry.get("shape", {}).items()))
 
 
 def _complete(group: FileGroup | None) -> FileGroup | None:

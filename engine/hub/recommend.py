@@ -111,6 +111,7 @@ class Recommendation:
     licence: str
     exact_profile: bool
     plan: Plan | None = field(default=None, repr=False, compare=False)
+    estimated: bool = False    # sized and planned from the catalog's shape (offline)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of one choice (``loadout recommend --json``)."""
@@ -124,7 +125,7 @@ class Recommendation:
                 "speculative": self.speculative,
                 "download_bytes": self.download_bytes, "score": round(self.score, 3),
                 "kind": self.kind, "licence": self.licence,
-                "exact_profile": self.exact_profile}
+                "exact_profile": self.exact_profile, "estimated": self.estimated}
 
 
 @dataclass(frozen=True)

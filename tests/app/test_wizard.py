@@ -273,7 +273,7 @@ def test_unreachable_hub_says_what_to_do_and_retry_works_once_it_is_back(
     assert wizard.next_button.isEnabled()
 
 
-def test_models_page_button_opens_the_wizard_and_offline_the_bundled_catalog_says_so(
+def test_models_page_button_opens_the_wizard_and_offline_the_bundled_catalog_is_estimated(
         make_window: Any, qtbot: Any) -> None:
     window = make_window(small_rig())
     window.show_page("models")
@@ -283,7 +283,20 @@ def test_models_page_button_opens_the_wizard_and_offline_the_bundled_catalog_say
     assert wizard is not None and wizard.isVisible() and wizard.current_step() == "machine"
     assert wizard.progress_label.text().count("›") == 4
     outcome = _to_choices(qtbot, wizard)  # HF_HUB_OFFLINE=1 in every test
-    assert outcome.problem == "offline" and wizard.choose_step.error_box.isVisible()
+    choose = wizard.choose_step
+    # offline, never listed: the catalog's models, sized and planned from their shapes
+    assert outcome.problem is None and outcome.estimated and choose.error_box.isVisible()
+    assert "cannot be reached" in choose.error_label.text()
+    rows = _rows(wizard)
+    assert len(rows) == len(outcome.result.items) > 10
+    assert all("needs the internet to download" in r[0] and r[2].startswith("≈ ")
+               and r[2].endswith("(estimate)") for r in rows)
+    first = outcome.result.items[0]
+    assert rows[0][4] == fmt_tps(first.decode_tps) and first.decode_tps > 0
+    assert "Estimated offline" in choose.details.text()
+    assert f"≈ {fmt_bytes(first.download_bytes)} to download" in choose.details.text()
+    assert not wizard.next_button.isEnabled()  # nothing to download from
+    assert "needs the internet" in wizard.next_button.toolTip()
     wizard.close_button.click()
     assert not wizard.isVisible()
     window.models.wizard_button.click()  # the same wizard again, where it was

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,18 @@ def test_bundled_catalog_is_valid_and_invents_no_sizes() -> None:
     assert len({e["id"] for e in entries}) == len(entries)
     assert {e["kind"] for e in entries} == {"dense", "moe"}
     assert any(e["mtp_heads"] for e in entries)
-    assert not {k for k in _keys(entries) if "size" in k or "bytes" in k or "params" in k}
+    assert not {k for k in _keys(entries) if "size" in k or "bytes" in k}
+    # parameter counts only in the published shape (for offline estimates), never a file size
+    unshaped = [{k: v for k, v in e.items() if k != "shape"} for e in entries]
+    assert not {k for k in _keys(unshaped) if "params" in k}
+    for e in entries:
+        shape = e["shape"]
+        assert {"params_b", "layers", "embd", "heads", "kv_heads", "head_dim", "vocab",
+                "ctx"} <= set(shape), e["id"]
+        assert (e["kind"] == "moe") == ("active_b" in shape), e["id"]
+        named = re.search(r"(\d+(?:\.\d+)?)B\b", e["name"])  # "8B", "30B-A3B": the total
+        if named:
+            assert abs(shape["params_b"] / float(named[1]) - 1) < 0.2, e["id"]
     for e in entries:
         assert e["licence"] and e["provenance"]["base_model"] and e["provenance"]["quantized_by"]
         assert set(e["tasks"]) == set(TASKS) and all(0 <= s <= 3 for s in e["tasks"].values())
