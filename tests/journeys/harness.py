@@ -217,7 +217,7 @@ class App:
             children = psutil.Process(self.process.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             return []
-        return [c.pid for c in children if _is_engine(c)]
+        return [c.pid for c in children if _is_engine(c, helpers=False)]
 
     def kill(self) -> None:
         """SIGKILL the app (as a crash or the OOM killer would)."""
@@ -236,9 +236,13 @@ class App:
         self._log.close()
 
 
-def _is_engine(process: psutil.Process) -> bool:
+def _is_engine(process: psutil.Process, helpers: bool = True) -> bool:
+    """Whether ``process`` runs ``loadout serve``; ``helpers``: its grammar checker too."""
     try:
-        return "serve" in process.cmdline() and process.status() != psutil.STATUS_ZOMBIE
+        cmdline = process.cmdline()
+        if not helpers and "--grammar-checker" in cmdline:
+            return False
+        return "serve" in cmdline and process.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
