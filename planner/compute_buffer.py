@@ -207,10 +207,12 @@ class _Builder:
             k = s.n_expert_used
             logits = g.op(s.n_expert * t * F32, dev, x)
             probs = g.op(logits.size, dev, logits, inplace=True)
-            sel = g.op(k * t * I32, dev, probs)            # argsort_top_k
+            # argsort of every expert's probability; the top k are a view of it
+            sel = g.view(g.op(s.n_expert * t * I32, dev, probs), contiguous=False)
             w = g.op(k * t * F32, dev, g.view(probs), sel)  # get_rows
-            wsum = g.op(t * F32, dev, w)
-            w = g.op(w.size, dev, w, wsum, inplace=True)   # normalise
+            wsum = g.op(t * F32, dev, g.view(w))            # sum_rows
+            wsum = g.op(wsum.size, dev, wsum)               # clamp (never in place)
+            w = g.op(w.size, dev, g.view(w), wsum, inplace=True)  # div, on a reshape
             up = g.op(s.n_ff_exp * k * t * F32, dev, x, sel, self._copy())
             gate = g.op(s.n_ff_exp * k * t * F32, dev, x, sel, self._copy())
             par = g.op(gate.size, dev, gate, up)            # swiglu
