@@ -135,6 +135,46 @@ def per_device(measured: Measured, names: dict[str, str]) -> dict[str, dict[str,
     return out
 
 
+def _on_device(name: str, measured: Measured, names: dict[str, str], n_blocks: int) -> bool:
+    """Whether llama.cpp put the file tensor ``name`` in a device buffer (its block's
+    device, or the output layer's for ``output*``; an override wins)."""
+    if name in measured.overridden:
+        return plan_device(measured.overridden[name], names) != "host"
+    if m := re.match(r"blk\.(\d+)\.", name):
+        layer = int(m.group(1))
+    elif name.startswith("output"):
+        layer = n_blocks
+    else:
+        return False  # token embeddings and the rest: the input layer, always the CPU
+    device = measured.layers.get(layer)
+    return device is not None and plan_device(device, names) != "host"
+
+
+def mapped_not_held(path: Path, measured: Measured, names: dict[str, str]) -> int:
+    """Bytes of device tensors inside the host's mapped span of the file.
+
+    With mmap, llama.cpp's host model buffer (``CPU_Mapped``) is the file's span from the
+    first host tensor to the end of the last one, so it covers any device tensor stored
+    between them (GGUF files sort tensors by name: ``blk.1*`` lies between ``blk.0`` and
+    ``blk.2``). Those pages are mapped but are not memory the load needs: they are read
+    once while the device's copy is uploaded, stay clean file pages (Loadout maps without
+    mlock), and the kernel drops them under pressure without failing anything. What RAM
+    must hold is the host tensors, which is what the plan prices.
+    """
+    from gguf import GGUFReader
+
+    blocks = [k for k in measured.layers]
+    n_blocks = max(blocks) if blocks else 0
+    tensors = [(int(t.data_offset), int(t.n_bytes), _on_device(t.name, measured, names,
+                                                                n_blocks))
+               for t in GGUFReader(path).tensors]
+    host = [(o, n) for o, n, dev in tensors if not dev]
+    if not host or len(host) == len(tensors):
+        return 0
+    first, last = min(o for o, _ in host), max(o + n for o, n in host)
+    return sum(n for o, n, dev in tensors if dev and o >= first and o + n <= last)
+
+
 def engine_names(inventory: Any, plan_engine: dict[str, Any]) -> dict[str, str]:
     """llama.cpp's device names of the plan's GPUs (``Vulkan0`` -> ``gpu0``; a worker's
     device by the name the plan hands llama.cpp)."""
@@ -306,6 +346,11 @@ def run_case(case: Case, path: Path) -> dict[str, Any]:
     names = engine_names(inventory, the_plan.engine)
     measured = parse_log(lines)
     got = per_device(measured, names)
+    span = got.get("host", {}).get("model", 0)
+    not_held = mapped_not_held(path, measured, names) if the_plan.engine.get(
+        "use_mmap", True) and not the_plan.engine.get("use_mlock") else 0
+    if not_held:
+        got["host"]["model"] = span - not_held
     rows = rows_of(case.name, predicted_bytes(the_plan), got)
     return {"case": case.name, "load_s": round(time.perf_counter() - started, 2),
             "engine": {k: the_plan.engine.get(k) for k in
@@ -317,6 +362,7 @@ def run_case(case: Case, path: Path) -> dict[str, Any]:
             "spills": [s.to_json() for s in the_plan.spills],
             "rows": [asdict(r) | {"error_pct": round(r.error_pct, 3)} for r in rows],
             "placement_problems": placement_problems(the_plan, measured, names),
+            "host_mapped_span": span, "host_mapped_not_held": not_held,
             "buffers": measured.buffers, "layers": measured.layers,
             "kv_layers": measured.kv_layers}
 
@@ -379,6 +425,16 @@ def print_table(results: Sequence[dict[str, Any]]) -> None:
     for r in rows:
         print(f"{r.case:<22} {r.device:<6} {r.part:<8} {r.predicted / MIB:>14.2f} "
               f"{r.measured / MIB:>13.2f} {r.error_pct:>+8.2f}")
+    spans = [res for res in results if res.get("host_mapped_not_held")]
+    print("compared: the plan's bytes per device (weights, KV, compute, output; a GPU's fixed "
+          "runtime overhead left out) against llama.cpp's buffers per device; the host's "
+          "model buffer as the RAM it must hold: with mmap llama.cpp reports the file's "
+          "mapped span, from the first host tensor to the end of the last, and the device "
+          "tensors lying inside it are mapped, not held (clean file pages, read once for "
+          "the upload, dropped by the kernel under pressure), so they are taken out")
+    for res in spans:
+        print(f"  {res['case']}: host mapped span {res['host_mapped_span'] / MIB:.2f} MiB, "
+              f"of it device tensors {res['host_mapped_not_held'] / MIB:.2f} MiB")
     for kind in ("gpu", "host"):
         totals = [r for r in rows if r.part == "total" and (r.device == "host") == (kind == "host")]
         if totals:

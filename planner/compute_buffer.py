@@ -137,7 +137,6 @@ class _Builder:
         q_width = s.n_head * s.head_dim_k * (2 if s.gated_attn else 1)
         q_full = g.op(q_width * t * F32, dev, x)
         q = g.view(q_full, contiguous=not s.gated_attn)
-        gate = g.op(s.n_head * s.head_dim_k * t * F32, dev, q_full) if s.gated_attn else None
         if s.qk_norm:
             q = self.norm(q, dev)
         q = g.op(s.n_head * s.head_dim_k * t * F32, dev, g.view(q), pos, inplace=True)
@@ -179,9 +178,13 @@ class _Builder:
         out = self.move(out, dev)
         if v_rot is not None:
             out = g.view(g.op(out.size, dev, v_rot, g.view(out)))
-        if gate is not None:
+        if s.gated_attn:
+            # the gate is a view of Q's projection made contiguous only now, after
+            # attention (llama.cpp's qwen35 builders): the projection stays alive till here
+            gate = g.op(s.n_head * s.head_dim_k * t * F32, dev,
+                        g.view(q_full, contiguous=False))
             sig = g.op(gate.size, dev, gate, inplace=True)
-            out = g.op(out.size, dev, out, sig, inplace=True)
+            out = g.op(out.size, dev, g.view(out), sig, inplace=True)
         return g.op(self.p.n_embd * t * F32, dev, out)     # wo
 
     def recurrent(self, x: Tensor, s: LayerShape) -> Tensor:
@@ -204,10 +207,12 @@ class _Builder:
             k = s.n_expert_used
             logits = g.op(s.n_expert * t * F32, dev, x)
             probs = g.op(logits.size, dev, logits, inplace=True)
-            sel = g.op(k * t * I32, dev, probs)            # argsort_top_k
+            # argsort of every expert's probability; the top k are a view of it
+            sel = g.view(g.op(s.n_expert * t * I32, dev, probs), contiguous=False)
             w = g.op(k * t * F32, dev, g.view(probs), sel)  # get_rows
-            wsum = g.op(t * F32, dev, w)
-            w = g.op(w.size, dev, w, wsum, inplace=True)   # normalise
+            wsum = g.op(t * F32, dev, g.view(w))            # sum_rows
+            wsum = g.op(wsum.size, dev, wsum)               # clamp (never in place)
+            w = g.op(w.size, dev, g.view(w), wsum, inplace=True)  # div, on a reshape
             up = g.op(s.n_ff_exp * k * t * F32, dev, x, sel, self._copy())
             gate = g.op(s.n_ff_exp * k * t * F32, dev, x, sel, self._copy())
             par = g.op(gate.size, dev, gate, up)            # swiglu
