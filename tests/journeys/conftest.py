@@ -4,7 +4,8 @@ fresh profile, the real engine and models, driven with real X input events.
 Where the X tools are missing (``dev.py test`` installs them where ``apt-get`` is at hand,
 as root) every journey is reported as skipped with the reason, never passed.
 Screenshots of every step go to ``build/journeys/<journey>/`` (``LOADOUT_JOURNEY_SHOTS``
-to put them elsewhere).
+to put them elsewhere). ``LOADOUT_JOURNEY_APP=/path/to/loadout`` drives that installed
+executable instead of this checkout's ``python -m loadout`` (``packaging/README.md``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ accessible names, a screenshot of every step (ImageMagick's ``import``).
 The app is asked where its controls are through its read-only UI probe
 (:mod:`app.ui_probe`, on only when ``LOADOUT_UI_PROBE`` is set); every action is an X
 input event, never a call into the app.
+
+``LOADOUT_JOURNEY_APP=/path/to/loadout`` starts that executable (an installed bundle)
+instead of ``python -m loadout`` from this checkout, in an environment with nothing of the
+checkout in it: no ``PYTHONPATH``, no virtual environment on ``PATH``, the profile folder
+as its home and working folder (see ``packaging/README.md``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,32 @@ import psutil
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ("Xvfb", "xdotool", "import")
 SCREEN = "1280x800x24"  # the window's size: screenshots show only the app
+APP_ENV = "LOADOUT_JOURNEY_APP"  # an installed executable to drive instead of this checkout
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def installed_app() -> Path | None:
+    """The installed ``loadout`` executable named by ``LOADOUT_JOURNEY_APP``, or None."""
+    value = os.environ.get(APP_ENV, "")
+    return Path(value).expanduser() if value else None
+
+
+def app_command(home: Path, env: dict[str, str]) -> tuple[list[str], Path, dict[str, str]]:
+    """How to start the app: ``(command, working folder, environment)``.
+
+    By default this checkout's ``python -m loadout``; with ``LOADOUT_JOURNEY_APP`` the
+    installed executable, with only the system's ``PATH``, no Python variables and
+    ``home`` as its ``HOME``: what it does, it does from the bundle alone.
+    """
+    executable = installed_app()
+    if executable is None:
+        return [sys.executable, "-m", "loadout"], ROOT, dict(env, PYTHONPATH=str(ROOT))
+    if not os.access(executable, os.X_OK):
+        raise JourneyError(f"{APP_ENV}={executable}: not an executable file")
+    clean = {k: v for k, v in env.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))
+             and k not in ("LOADOUT_DEMO_MODEL", "LD_LIBRARY_PATH")}
+    clean.update(PATH=SYSTEM_PATH, HOME=str(home))
+    return [str(executable)], home, clean
 
 
 def missing_tools() -> list[str]:
@@ -77,12 +108,13 @@ class App:
         self.log_path = home / "app.log"
         self.env = dict(os.environ, DISPLAY=xserver.display, QT_QPA_PLATFORM="xcb",
                         LOADOUT_HOME=str(home), LOADOUT_UI_PROBE=self.probe_path,
-                        PYTHONPATH=str(ROOT), **(extra_env or {}))
+                        **(extra_env or {}))
         for name in ("WAYLAND_DISPLAY", "QT_SCALE_FACTOR"):
             self.env.pop(name, None)
+        command, cwd, app_env = app_command(home, self.env)
         self._log = self.log_path.open("ab")
-        self.process = subprocess.Popen([sys.executable, "-m", "loadout"], cwd=ROOT,
-                                        env=self.env, stdout=self._log, stderr=self._log)
+        self.process = subprocess.Popen(command, cwd=cwd, env=app_env, stdout=self._log,
+                                        stderr=self._log)
         self.wait_for(lambda: self.windows(), "the window to open", 90)
         self.focus_window()
 
