@@ -228,6 +228,23 @@ def dryrun(wrong: bool) -> dict[str, Any]:
                 "budget_bytes": BUDGET_MIB * MIB if wrong else None}
 
 
+def dryrun_half() -> dict[str, Any]:
+    """The demo with half its layers on the device (its file sorts tensors by name, so
+    device blocks lie between host blocks): the host's bytes against the plan."""
+    from engine import dry_run as dr
+    from engine.demo import demo_model_path
+    from planner.request import Request
+
+    path = demo_model_path()
+    case = gm.Case("half", "demo", {"n_gpu_layers": gm.N_LAYERS["demo"] // 2}, context=512)
+    inventory = gm.inventory_for(case)
+    plan = gm.plan_case(case, Path(path), inventory)
+    request = Request(context=case.context, parallel=1, advise=False, prompt_tokens=64)
+    fixed, check = dr.confirm(str(path), inventory, request, plan)
+    return {"check": None if check is None else check.to_json(), "changed": fixed is not plan,
+            "n_gpu_layers": plan.engine.get("n_gpu_layers")}
+
+
 def split(endpoint: str) -> dict[str, Any]:
     """This machine's Vulkan device and a worker's (RPC), with the roles the user picks."""
     from engine.hardware.workers import add_workers
@@ -342,7 +359,8 @@ def main(argv: list[str]) -> int:
     elif job == "oom":
         result = oom(int(rest[0]))
     elif job == "dryrun":
-        result = {"right": dryrun(False), "wrong": dryrun(True)}
+        # "half" before "wrong", which leaves the memory model made wrong in this process
+        result = {"right": dryrun(False), "half": dryrun_half(), "wrong": dryrun(True)}
     elif job == "split":
         result = split(rest[0])
     elif job == "app":
