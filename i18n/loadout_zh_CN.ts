@@ -907,6 +907,10 @@
         <translation>✓ {name} 已下载并通过校验。</translation>
     </message>
     <message>
+        <source>{name} is downloaded but not verified: the hub gave no sha256 to check it against.</source>
+        <translation>{name} 已下载，但未经校验：模型站点没有提供可用于核对它的 sha256。</translation>
+    </message>
+    <message>
         <source>Saved as {path}. It is listed on the Models page from now on.</source>
         <translation>已保存为 {path}。今后它会列在“模型”页中。</translation>
     </message>
@@ -976,6 +980,10 @@
     <message>
         <source>Downloaded and verified.</source>
         <translation>已下载并通过校验。</translation>
+    </message>
+    <message>
+        <source>Downloaded, but not verified: the hub gave no sha256 to check the file against.</source>
+        <translation>已下载，但未经校验：模型站点没有提供可用于核对该文件的 sha256。</translation>
     </message>
     <message>
         <source>Cancelled: the partial download was removed.</source>

@@ -907,6 +907,10 @@
         <translation>✓ {name} 已下載並通過驗證。</translation>
     </message>
     <message>
+        <source>{name} is downloaded but not verified: the hub gave no sha256 to check it against.</source>
+        <translation>{name} 已下載，但未經驗證：模型站點沒有提供可用於核對它的 sha256。</translation>
+    </message>
+    <message>
         <source>Saved as {path}. It is listed on the Models page from now on.</source>
         <translation>已儲存為 {path}。今後它會列在「模型」頁中。</translation>
     </message>
@@ -976,6 +980,10 @@
     <message>
         <source>Downloaded and verified.</source>
         <translation>已下載並通過驗證。</translation>
+    </message>
+    <message>
+        <source>Downloaded, but not verified: the hub gave no sha256 to check the file against.</source>
+        <translation>已下載，但未經驗證：模型站點沒有提供可用於核對該檔案的 sha256。</translation>
     </message>
     <message>
         <source>Cancelled: the partial download was removed.</source>

@@ -209,7 +209,8 @@ class ModelWizard(QDialog):
         self._refresh_nav()
 
     def _on_download_finished(self, path: Path) -> None:
-        self.done_step.set_model(self.download_step.title_text, path)
+        self.done_step.set_model(self.download_step.title_text, path,
+                                 self.download_step.unverified)
         self.sig_download_finished.emit(path)
         self.go_to("done")
 

@@ -64,6 +64,7 @@ class DownloadStep(QWidget):
         self.last_progress: Any = None
         self._problem: DownloadOutcome | None = None
         self._note = ""                            # "cancelled" after a discard
+        self.unverified = False                    # complete, but the hub gave no sha256
         self._pause = threading.Event()
         self._discard_after = False
         self._build()
@@ -219,6 +220,7 @@ class DownloadStep(QWidget):
 
     def _complete(self, path: Path) -> None:
         self.path = path
+        self.unverified = _unverified(self.plan, path)
         self._set_stage("complete")
         self.sig_download_finished.emit(path)
 
@@ -295,6 +297,9 @@ class DownloadStep(QWidget):
             "cancelling": self.tr("Cancelling and removing the partial download…"),
             "complete": self.tr("Downloaded and verified."),
         }
+        if self.unverified:
+            texts["complete"] = self.tr("Downloaded, but not verified: the hub gave no "
+                                        "sha256 to check the file against.")
         if stage == "failed" and self._problem is not None:
             color = segment_color("over", is_dark()).name()
             return f'<span style="color: {color}">{self.problem_text(self._problem)}</span>'
@@ -353,3 +358,13 @@ class DownloadStep(QWidget):
         self.cancel_button.setText(self.tr("Cancel download"))
         self.cancel_button.setToolTip(self.tr("Stop and remove what was downloaded."))
         self._refresh()
+
+
+def _unverified(plan: Any, path: Path) -> bool:
+    """Whether any file of a finished download was kept without a sha256 from the hub to
+    check it by (recorded by the downloader)."""
+    from engine.hub.verification import verification_of
+
+    targets = [item.target for item in plan.items] if plan is not None else [path]
+    records = [verification_of(t) for t in targets]
+    return any(r is not None and not r.verified for r in records)

@@ -171,6 +171,7 @@ class DoneStep(QWidget):
         super().__init__(parent)
         self.path: Path | None = None
         self._name = ""
+        self.unverified = False  # the hub gave no sha256 to check the download against
         self.message = QLabel()
         self.message.setWordWrap(True)
         font = self.message.font()
@@ -194,9 +195,10 @@ class DoneStep(QWidget):
         layout.addStretch(1)
         self.retranslate()
 
-    def set_model(self, name: str, path: Path) -> None:
-        """The model that was downloaded (or was here already)."""
-        self._name, self.path = name, path
+    def set_model(self, name: str, path: Path, unverified: bool = False) -> None:
+        """The model that was downloaded (or was here already); ``unverified``: kept
+        without a sha256 from the hub to check it by."""
+        self._name, self.path, self.unverified = name, path, unverified
         self.retranslate()
 
     def _on_load_clicked(self) -> None:
@@ -214,8 +216,13 @@ class DoneStep(QWidget):
 
     def retranslate(self) -> None:
         """Set every visible text in the current language."""
-        self.message.setText(self.tr("✓ {name} is downloaded and verified.").format(
-            name=self._name))
+        if self.unverified:
+            self.message.setText(self.tr("{name} is downloaded but not verified: the hub "
+                                         "gave no sha256 to check it against.").format(
+                name=self._name))
+        else:
+            self.message.setText(self.tr("✓ {name} is downloaded and verified.").format(
+                name=self._name))
         self.where.setText(self.tr("Saved as {path}. It is listed on the Models page from "
                                    "now on.").format(path=self.path or ""))
         self.load_button.setText(self.tr("Load and chat"))
