@@ -176,17 +176,11 @@ def mapped_not_held(path: Path, measured: Measured, names: dict[str, str]) -> in
 
 
 def engine_names(inventory: Any, plan_engine: dict[str, Any]) -> dict[str, str]:
-    """llama.cpp's device names of the plan's GPUs (``Vulkan0`` -> ``gpu0``; a worker's
-    device by the name the plan hands llama.cpp)."""
-    from planner.engine_params import device_name, rpc_device_names
+    """llama.cpp's device names of the plan's devices (``Vulkan0`` -> ``gpu0``), as the
+    dry run maps them."""
+    from engine.dry_run import engine_names as dry_run_names
 
-    names = {device_name(inventory, f"gpu{g.index}"): f"gpu{g.index}"
-             for g in inventory.gpus if not getattr(g, "remote", False)}
-    workers = list(plan_engine.get("rpc_workers") or [])
-    if workers:
-        for index, name in rpc_device_names(inventory, workers).items():
-            names[name] = f"gpu{index}"
-    return names
+    return dry_run_names(inventory, plan_engine)
 
 
 def predicted_bytes(plan: Any) -> dict[str, dict[str, int]]:
