@@ -63,19 +63,7 @@ def get_json(endpoint: Endpoint, path: str, timeout: float = 5.0) -> tuple[int, 
     Raises:
         EngineHttpError: the engine could not be reached.
     """
-    conn = endpoint.connection(timeout)
-    try:
-        conn.request("GET", path, headers=endpoint.headers())
-        resp = conn.getresponse()
-        raw = resp.read()
-    except (OSError, http.client.HTTPException) as exc:
-        raise EngineHttpError(f"the engine does not answer at {endpoint.url}: {exc}") from exc
-    finally:
-        conn.close()
-    try:
-        return resp.status, json.loads(raw)
-    except ValueError:
-        return resp.status, None
+    return _request_json(endpoint, "GET", path, None, timeout)
 
 
 def post_json(endpoint: Endpoint, path: str, body: Any, timeout: float = 5.0
@@ -85,10 +73,14 @@ def post_json(endpoint: Endpoint, path: str, body: Any, timeout: float = 5.0
     Raises:
         EngineHttpError: the engine could not be reached.
     """
+    return _request_json(endpoint, "POST", path, json.dumps(body).encode("utf-8"), timeout)
+
+
+def _request_json(endpoint: Endpoint, method: str, path: str, body: bytes | None,
+                  timeout: float) -> tuple[int, Any]:
     conn = endpoint.connection(timeout)
     try:
-        conn.request("POST", path, body=json.dumps(body).encode("utf-8"),
-                     headers=endpoint.headers())
+        conn.request(method, path, body=body, headers=endpoint.headers())
         resp = conn.getresponse()
         raw = resp.read()
     except (OSError, http.client.HTTPException) as exc:
