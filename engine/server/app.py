@@ -30,10 +30,13 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from engine.errors import EngineError
+from engine.server import messages_api as messages_routes
 from engine.server import openai_responses as docs
 from engine.server import openai_schema as oa
+from engine.server import responses_api as responses_routes
 from engine.server import sse
 from engine.server import tools as toolcalls
+from engine.server.api_common import RouteKit
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
 from engine.server.grammar_budget import BudgetExceeded
@@ -54,7 +57,8 @@ from engine.server.state import RETRY_AFTER_S, EngineLike, ServerState, template
 log = logging.getLogger(__name__)
 
 ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                       "/metrics", "/v1/loadout/status", ACCESS_PATH})
+                       "/metrics", "/v1/loadout/status", ACCESS_PATH,
+                       *responses_routes.PATHS, *messages_routes.PATHS})
 
 
 class _JSONResponse(JSONResponse):
@@ -206,7 +210,9 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
         routes += [Route(f"{prefix}/models", models, methods=["GET"]),
                    Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
                    Route(f"{prefix}/completions", completions, methods=["POST"])]
-    return routes
+    kit = RouteKit(_read_json, _parse, _probe_grammar, _json)
+    return routes + responses_routes.routes(ctx, limits, kit) + \
+        messages_routes.routes(ctx, limits, kit)
 
 
 class _CountRequests:
@@ -281,6 +287,7 @@ def build_app(state: ServerState, policy: SecurityPolicy,
             CORSMiddleware, allow_origins=list(policy.cors_origins),
             allow_methods=["GET", "POST", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
+    middleware.append(Middleware(messages_routes.AnthropicErrors))
     middleware += [Middleware(_CountRequests, metrics=metrics),
                    Middleware(LocalGuardMiddleware, policy=policy),
                    Middleware(BodyTimeoutMiddleware,
