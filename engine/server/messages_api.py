@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 PATHS = ("/v1/messages", "/v1/messages/count_tokens")
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-               403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+               403: "permission_error", 404: "not_found_error",
                429: "rate_limit_error", 503: "overloaded_error", 504: "timeout_error"}
 
 
@@ -242,8 +242,8 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]
 
     async def create(request: Request) -> Response:
         body = await kit.read_json(request)
-        _, served = state.require()
         req = to_chat(body, limits)
+        _, served = state.require()
         parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
         await kit.probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "messages")
@@ -260,8 +260,8 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]
 
     async def count(request: Request) -> Response:
         body = await kit.read_json(request)
-        engine, served = state.require()
         req = to_chat(body, limits, counting=True)
+        engine, served = state.require()
         parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
         n = await asyncio.to_thread(count_tokens, engine, parsed.generation)
         return kit.json({"input_tokens": n})

@@ -223,7 +223,6 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
 
     async def create(request: Request) -> Response:
         body = await kit.read_json(request)
-        _, served = state.require()
         previous = None
         pid = body.get("previous_response_id") if isinstance(body, Mapping) else None
         if isinstance(pid, str):
@@ -233,6 +232,7 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
                                param="previous_response_id", code="not_found")
             previous = record.get("conversation") or []
         req = to_chat(body, previous, limits)
+        _, served = state.require()
         parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
         await kit.probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "input")
