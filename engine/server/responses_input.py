@@ -237,8 +237,9 @@ def to_chat(body: Any, previous: Sequence[Mapping[str, Any]] | None,
         "tool_choice": body.get("tool_choice", "auto"),
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
         "text": {"format": dict(body.get("text", {}).get("format") or {"type": "text"})},
-        "user": body.get("user"),
     }
+    if body.get("user") is not None:
+        echo["user"] = body["user"]
     return ResponsesRequest(chat=chat, conversation=tuple(conversation), echo=echo,
                             store=body.get("store", True) is not False,
                             stream=bool(body.get("stream")))
