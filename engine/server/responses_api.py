@@ -235,6 +235,8 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
         _, served = state.require()
         parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
         await kit.probe_grammar(state, parsed)
+        sampling = parsed.generation.params  # the values used, defaults included
+        req.echo.update(temperature=sampling.temperature, top_p=sampling.top_p)
         gen = await Generation.start(ctx, parsed, "input")
         rid = new_id("resp")
         if req.stream:

@@ -232,11 +232,11 @@ def to_chat(body: Any, previous: Sequence[Mapping[str, Any]] | None,
         "instructions": instructions, "metadata": dict(metadata),
         "max_output_tokens": body.get("max_output_tokens"),
         "previous_response_id": body.get("previous_response_id"),
-        "temperature": body.get("temperature", 1.0), "top_p": body.get("top_p", 1.0),
+        "temperature": body.get("temperature"), "top_p": body.get("top_p"),
         "tools": [_echo_tool(t) for t in tools],
-        "tool_choice": body.get("tool_choice", "auto"),
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "text": {"format": dict(body.get("text", {}).get("format") or {"type": "text"})},
+        "tool_choice": body.get("tool_choice") or "auto",
+        "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
+        "text": {"format": dict((body.get("text") or {}).get("format") or {"type": "text"})},
     }
     if body.get("user") is not None:
         echo["user"] = body["user"]

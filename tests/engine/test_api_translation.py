@@ -13,6 +13,8 @@ from typing import Any
 
 import anthropic.types
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from engine.server import messages_input, responses_input
@@ -242,3 +244,62 @@ def test_malformed_bodies_are_400_not_500_over_http() -> None:
             _anthropic_error(resp, 400, "invalid_request_error")
         else:
             validate(resp.json(), "ErrorResponse")
+
+
+# ---------------------------------------------------------------- fuzz: never a 500
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=12)
+_VALID_RESPONSES: dict[str, Any] = {
+    "model": "tiny", "input": [{"role": "user", "content": [{"type": "input_text",
+                                                             "text": "x"}]},
+                               {"type": "function_call", "call_id": "c", "name": "get_weather",
+                                "arguments": "{}"},
+                               {"type": "function_call_output", "call_id": "c",
+                                "output": "ok"}],
+    "instructions": "i", "tools": [FN], "tool_choice": "auto", "max_output_tokens": 3,
+    "temperature": 0.5, "top_p": 0.5, "text": {"format": {"type": "text"}},
+    "metadata": {"a": "b"}, "store": False, "stream": False}
+_VALID_MESSAGES: dict[str, Any] = {
+    "model": "tiny", "max_tokens": 3, "system": [{"type": "text", "text": "s"}],
+    "messages": [{"role": "user", "content": "x"},
+                 {"role": "assistant", "content": [{"type": "tool_use", "id": "t",
+                                                    "name": "get_weather", "input": {}}]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                               "content": "ok"}]}],
+    "tools": [TOOL], "tool_choice": {"type": "auto"}, "stop_sequences": ["a"],
+    "temperature": 0.5, "top_p": 0.5, "top_k": 3, "stream": False}
+
+
+def _mutated(valid: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """A valid body with one field (or one item of a list field) replaced by any JSON."""
+    def replace(key: str, value: Any, index: int) -> Any:
+        body = json.loads(json.dumps(valid))
+        if isinstance(body[key], list) and body[key] and index >= 0:
+            body[key][index % len(body[key])] = value
+        else:
+            body[key] = value
+        return body
+    return st.builds(replace, st.sampled_from(sorted(valid)), _JSON, st.integers(-1, 3))
+
+
+def _never_500(translate: Any, body: Any) -> None:
+    try:
+        parse_chat(translate(body).chat, MODEL, LIMITS)
+    except ApiError as err:
+        assert 400 <= err.status < 500, err.to_json()
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(body=_mutated(_VALID_RESPONSES) | _JSON)
+def test_any_responses_body_is_accepted_or_a_4xx(body: Any) -> None:
+    _never_500(lambda b: responses_input.to_chat(b, None, LIMITS), body)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(body=_mutated(_VALID_MESSAGES) | _JSON)
+def test_any_messages_body_is_accepted_or_a_4xx(body: Any) -> None:
+    _never_500(lambda b: messages_input.to_chat(b, LIMITS), body)
