@@ -285,8 +285,8 @@ def build_app(state: ServerState, policy: SecurityPolicy,
     if policy.cors_origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=list(policy.cors_origins),
-            allow_methods=["GET", "POST", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Api-Key", "Anthropic-Version"]))
     middleware.append(Middleware(messages_routes.AnthropicErrors))
     middleware += [Middleware(_CountRequests, metrics=metrics),
                    Middleware(LocalGuardMiddleware, policy=policy),

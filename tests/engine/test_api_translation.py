@@ -303,3 +303,15 @@ def test_any_responses_body_is_accepted_or_a_4xx(body: Any) -> None:
 @given(body=_mutated(_VALID_MESSAGES) | _JSON)
 def test_any_messages_body_is_accepted_or_a_4xx(body: Any) -> None:
     _never_500(lambda b: messages_input.to_chat(b, LIMITS), body)
+
+
+def test_a_browser_origin_may_send_anthropic_version_and_delete_a_response() -> None:
+    origin = "http://app.example"
+    client = _app(SecurityPolicy(cors_origins=(origin,)))
+    resp = client.options("/v1/messages", headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "anthropic-version, x-api-key, content-type"})
+    assert resp.status_code == 200, resp.text
+    resp = client.options("/v1/responses/resp_0", headers={
+        "Origin": origin, "Access-Control-Request-Method": "DELETE"})
+    assert resp.status_code == 200, resp.text

@@ -305,3 +305,9 @@ def test_messages_malformed_requests_are_400_in_anthropics_shape(
     assert "max_tokens" in str(info.value)
     with pytest.raises(anthropic.NotFoundError):
         claude.messages.create(model="claude-nope", max_tokens=5, messages=user)
+    claude.messages.count_tokens(model=server.model, messages=user)
+    assert _request(server, "POST", "/responses", {"model": server.model})[0] == 400
+    metrics = server.get_text("/metrics")
+    for endpoint, status in (("/v1/messages", 400), ("/v1/messages", 404),
+                             ("/v1/responses", 400), ("/v1/messages/count_tokens", 200)):
+        assert f'endpoint="{endpoint}",status="{status}"' in metrics, endpoint
