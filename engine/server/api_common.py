@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,7 +138,7 @@ class AnswerEnd:
     tokens: tuple[int, ...]
 
 
-async def answer_pieces(gen: Generation) -> AsyncIterator[str | Metrics | AnswerEnd]:
+async def answer_pieces(gen: Generation) -> AsyncGenerator[str | Metrics | AnswerEnd, None]:
     """The answer: the first chunk's :class:`Metrics` (the prompt is counted by then),
     text pieces to stream, then one :class:`AnswerEnd`.
 

@@ -12,6 +12,7 @@ middleware's included, has Anthropic's shape (:class:`AnthropicErrors`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -164,21 +165,22 @@ async def message_events(gen: Generation, req: MessagesRequest, state: ServerSta
         return named_event("message_start", {"type": "message_start", "message": doc}) + \
             named_event("ping", {"type": "ping"})
 
-    async for piece in answer_pieces(gen):
-        if isinstance(piece, Metrics):
-            started = True
-            yield start(piece)
-        elif isinstance(piece, str):
-            delta = {"type": "text_delta", "text": piece}
-            if not text_open:
-                text_open, blocks = True, blocks + 1
-                for event in _block(0, {"type": "text", "text": ""}, delta):
-                    yield event
+    async with contextlib.aclosing(answer_pieces(gen)) as pieces:
+        async for piece in pieces:
+            if isinstance(piece, Metrics):
+                started = True
+                yield start(piece)
+            elif isinstance(piece, str):
+                delta = {"type": "text_delta", "text": piece}
+                if not text_open:
+                    text_open, blocks = True, blocks + 1
+                    for event in _block(0, {"type": "text", "text": ""}, delta):
+                        yield event
+                else:
+                    yield named_event("content_block_delta", {
+                        "type": "content_block_delta", "index": 0, "delta": delta})
             else:
-                yield named_event("content_block_delta", {
-                    "type": "content_block_delta", "index": 0, "delta": delta})
-        else:
-            end = piece
+                end = piece
     assert end is not None
     if not started:
         yield start(end.last.metrics)

@@ -204,9 +204,6 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
         if not isinstance(msg, Mapping):
             raise bad(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
         messages += _turn(msg, f"messages[{i}]")
-    thinking = body.get("thinking")
-    if thinking is not None and thinking.get("type") not in ("disabled", None):
-        raise bad("extended thinking is not supported", "thinking", "unsupported_value")
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     tools = _tools(body.get("tools"))
     choice = _tool_choice(body.get("tool_choice"))

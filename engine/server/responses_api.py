@@ -12,6 +12,7 @@ engine failed).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -169,26 +170,29 @@ async def response_events(gen: Generation, rid: str, req: ResponsesRequest,
              response=response_doc(rid, gen.created, model, req, "in_progress", []))
     msg_id, streamed = new_id("msg"), list[str]()
     end: AnswerEnd | None = None
-    async for piece in answer_pieces(gen):
-        if isinstance(piece, AnswerEnd):
-            end = piece
-        elif isinstance(piece, str):
-            for event in _text_events(ev, 0, msg_id, [piece]) if not streamed else \
-                    [ev("response.output_text.delta", item_id=msg_id, output_index=0,
-                        content_index=0, delta=piece, logprobs=[])]:
-                yield event
-            streamed.append(piece)
+    def text_events(piece: str) -> list[bytes]:
+        if streamed:
+            return [ev("response.output_text.delta", item_id=msg_id, output_index=0,
+                       content_index=0, delta=piece, logprobs=[])]
+        return _text_events(ev, 0, msg_id, [piece])
+
+    async with contextlib.aclosing(answer_pieces(gen)) as pieces:
+        async for piece in pieces:
+            if isinstance(piece, AnswerEnd):
+                end = piece
+            elif isinstance(piece, str):
+                for event in text_events(piece):
+                    yield event
+                streamed.append(piece)
     assert end is not None
     failure = engine_failure(end.last, gen.parsed.user_grammar)
     if failure is not None:
         yield ev("response.failed", response=response_doc(
             rid, gen.created, model, req, "failed", [], end.last, failure))
         return
-    if end.text and not streamed:
-        for event in _text_events(ev, 0, msg_id, [end.text]):
+    if end.text:  # text held back while it might have been a call
+        for event in text_events(end.text):
             yield event
-        streamed.append(end.text)
-    elif end.text:  # held text after streamed prose cannot happen; keep it anyway
         streamed.append(end.text)
     output: list[dict[str, Any]] = []
     text = "".join(streamed)

@@ -162,7 +162,7 @@ def test_an_image_part_is_refused_in_both_apis() -> None:
       "messages": [{"role": "user", "content": "x"}]}, "tool_choice"),
     ({"model": "tiny", "max_tokens": 5, "tools": [{"type": "bash_20250124", "name": "b"}],
       "messages": [{"role": "user", "content": "x"}]}, "tools[0]"),
-    ({"model": "tiny", "max_tokens": 5, "thinking": {"type": "enabled"},
+    ({"model": "tiny", "max_tokens": 5, "thinking": "on",
       "messages": [{"role": "user", "content": "x"}]}, "thinking"),
 ])
 def test_messages_bad_fields_are_400_naming_the_field(body: Any, param: str) -> None:
