@@ -170,6 +170,7 @@ async def response_events(gen: Generation, rid: str, req: ResponsesRequest,
              response=response_doc(rid, gen.created, model, req, "in_progress", []))
     msg_id, streamed = new_id("msg"), list[str]()
     end: AnswerEnd | None = None
+
     def text_events(piece: str) -> list[bytes]:
         if streamed:
             return [ev("response.output_text.delta", item_id=msg_id, output_index=0,

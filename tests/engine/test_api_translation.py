@@ -17,13 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from engine.server import messages_input, responses_input
+from engine.metrics import Metrics
+from engine.requests import Chunk
+from engine.server import messages_api, messages_input, responses_api, responses_input
+from engine.server.api_common import engine_failure
 from engine.server.app import ServerState, build_app
 from engine.server.errors import ApiError
 from engine.server.openai_schema import ServedModel, parse_chat
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS as LIMITS
 from engine.server.response_store import ResponseStore, StoreLimits
 from engine.server.security import SecurityPolicy
+from tests.engine.responses_schemas import validate_openai
 from tests.engine.server_fixtures import validate
 
 MODEL = ServedModel(id="tiny", n_ctx_per_seq=2048)
@@ -315,3 +319,16 @@ def test_a_browser_origin_may_send_anthropic_version_and_delete_a_response() -> 
     resp = client.options("/v1/responses/resp_0", headers={
         "Origin": origin, "Access-Control-Request-Method": "DELETE"})
     assert resp.status_code == 200, resp.text
+
+
+def test_a_failed_response_and_a_failed_message_stream_have_their_apis_shapes() -> None:
+    last = Chunk("", (), "error", Metrics(None, None, None, None, 3, 0, 0), error="boom")
+    failure = engine_failure(last, user_grammar=False)
+    assert failure is not None and failure.status == 500
+    req = responses_input.to_chat({"model": "m", "input": "x"}, None, LIMITS)
+    doc = responses_api.response_doc("resp_0", 1, "m", req, "failed", [], last, failure)
+    validate_openai({"type": "response.failed", "sequence_number": 2, "response": doc},
+                    "ResponseFailedEvent")
+    assert doc["error"]["code"] == "server_error" and "boom" in doc["error"]["message"]
+    anthropic.types.ErrorResponse.model_validate(
+        messages_api.error_doc(failure.status, failure.message), strict=True)

@@ -13,21 +13,19 @@ Lean on purpose: greedy, a few tokens per answer.
 
 from __future__ import annotations
 
-import functools
 import json
 import urllib.error
 import urllib.request
 from typing import Any
 
 import anthropic
-import jsonschema
 import openai
 import pydantic
 import pytest
 from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
 
+from tests.engine.responses_schemas import validate_openai
 from tests.engine.server_fixtures import (  # noqa: F401
-    ROOT,
     ServerProcess,
     client_fixture,
     server_fixture,
@@ -35,7 +33,6 @@ from tests.engine.server_fixtures import (  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
-SCHEMAS = ROOT / "tests" / "data" / "openai-responses-schemas.json"
 GREEDY = {"temperature": 0}
 WEATHER_FN: Any = {"type": "function", "name": "get_weather", "description": "Weather of a city",
               "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
@@ -54,21 +51,9 @@ EVENT_SCHEMAS = {
     "response.function_call_arguments.done": "ResponseFunctionCallArgumentsDoneEvent",
     "response.completed": "ResponseCompletedEvent",
     "response.incomplete": "ResponseIncompleteEvent",
+    "response.failed": "ResponseFailedEvent",
 }
 STREAM_EVENT = pydantic.TypeAdapter(RawMessageStreamEvent)
-
-
-@functools.cache
-def _components() -> dict[str, Any]:
-    doc = json.loads(SCHEMAS.read_text(encoding="utf-8"))
-    components: dict[str, Any] = doc["components"]
-    return components
-
-
-def validate_openai(document: Any, schema_name: str) -> None:
-    """Raise unless ``document`` fits the named schema of the OpenAI Responses subset."""
-    root = {"$ref": f"#/components/schemas/{schema_name}", "components": _components()}
-    jsonschema.Draft202012Validator(root).validate(document)
 
 
 @pytest.fixture(name="claude", scope="module")
@@ -311,3 +296,4 @@ def test_messages_malformed_requests_are_400_in_anthropics_shape(
     for endpoint, status in (("/v1/messages", 400), ("/v1/messages", 404),
                              ("/v1/responses", 400), ("/v1/messages/count_tokens", 200)):
         assert f'endpoint="{endpoint}",status="{status}"' in metrics, endpoint
+
