@@ -114,9 +114,7 @@ def test_a_response_is_stored_continued_fetched_and_deleted(
                                 max_output_tokens=1)
 
 
-def _stream_events(client: openai.OpenAI, **kwargs: Any) -> list[dict[str, Any]]:
-    events = [e.model_dump(mode="json", exclude_unset=True)
-              for e in client.responses.create(stream=True, **kwargs)]
+def _checked(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     for event in events:
         validate_openai(event, EVENT_SCHEMAS[event["type"]])
@@ -125,8 +123,10 @@ def _stream_events(client: openai.OpenAI, **kwargs: Any) -> list[dict[str, Any]]
 
 def test_a_streamed_response_sends_the_typed_events_in_order(
         server: ServerProcess, client: openai.OpenAI) -> None:
-    events = _stream_events(client, model=server.model, input="Say hello.",
-                            max_output_tokens=5, temperature=0)
+    events = _checked([e.model_dump(mode="json", exclude_unset=True) for e in
+                       client.responses.create(model=server.model, input="Say hello.",
+                                               max_output_tokens=5, temperature=0,
+                                               stream=True)])
     kinds = [e["type"] for e in events]
     deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
     assert kinds[:4] == ["response.created", "response.in_progress",
@@ -144,9 +144,12 @@ def test_a_streamed_response_sends_the_typed_events_in_order(
 
 def test_a_function_call_streams_then_its_output_is_answered(
         server: ServerProcess, client: openai.OpenAI) -> None:
-    events = _stream_events(client, model=server.model, input="What is the weather in Paris?",
-                            tools=[WEATHER_FN], tool_choice="required",
-                            max_output_tokens=40, temperature=0)
+    with client.responses.stream(model=server.model, input="What is the weather in Paris?",
+                                 tools=[WEATHER_FN], tool_choice="required",
+                                 max_output_tokens=40, temperature=0) as stream:
+        events = _checked([e.model_dump(mode="json", exclude_unset=True) for e in stream])
+        whole = stream.get_final_response()
+    assert whole.output[-1].type == "function_call"
     kinds = [e["type"] for e in events]
     assert "response.function_call_arguments.delta" in kinds
     done = next(e for e in events if e["type"] == "response.function_call_arguments.done")
