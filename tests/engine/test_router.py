@@ -1,0 +1,194 @@
+"""``loadout serve --models DIR``: many models behind one server, over real HTTP with the
+real ``openai`` client. Three synthetic llama GGUFs and the demo; a RAM budget that holds
+two of the synthetic ones but not three (and never the demo)."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import openai
+import pytest
+
+from engine.demo import demo_model_path
+from tests.engine.server_fixtures import ServerProcess, validate
+from tests.helpers.gguf_factory import Shape, write_llama
+
+SMOL = ("smol-a", "smol-b", "smol-c")
+# each synthetic model plans ~16.5 MiB of RAM at 512 tokens x 2 slots: 41 MiB hold two
+BUDGET_GIB = "0.04"
+COMMON = ("--ram-budget", BUDGET_GIB, "--ctx", "512", "--parallel", "2", "--threads", "1")
+
+
+def write_models(folder: Path) -> Path:
+    """The three synthetic models and the demo (linked) in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shape = Shape(n_layers=4, n_embd=256, n_head=4, n_head_kv=2, head_dim=64, n_ff=512,
+                  n_vocab=2048)
+    for i, name in enumerate(SMOL):
+        write_llama(folder / f"{name}.gguf", shape, seed=i)
+    (folder / "demo-smollm.gguf").symlink_to(demo_model_path())
+    return folder
+
+
+@pytest.fixture(name="models_dir", scope="module")
+def models_dir_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_models(tmp_path_factory.mktemp("router-models"))
+
+
+@pytest.fixture(name="router", scope="module")
+def router_fixture(models_dir: Path, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[ServerProcess]:
+    home = tmp_path_factory.mktemp("router-home")
+    proc = ServerProcess("--models", str(models_dir), *COMMON, "--keep", "smol-a",
+                         home=home).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def _client(server: ServerProcess) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key="not-needed", max_retries=0,
+                         timeout=120)
+
+
+def _states(server: ServerProcess) -> dict[str, str]:
+    return {m["id"]: m["state"] for m in server.get_json("/v1/models")["data"]}
+
+
+def _wait_state(server: ServerProcess, model: str, state: str, timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while _states(server)[model] != state:
+        assert time.monotonic() < end, f"{model} never became {state}: {_states(server)}"
+        time.sleep(0.1)
+
+
+def _ask(client: openai.OpenAI, model: str, stream: bool = False) -> str:
+    if stream:
+        parts = list(client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}], max_tokens=4,
+            stream=True))
+        assert parts[-1].choices[0].finish_reason in ("length", "stop")
+        return str(parts[0].model)
+    resp = client.chat.completions.create(model=model, max_tokens=4,
+                                          messages=[{"role": "user", "content": "hi"}])
+    assert resp.choices[0].finish_reason in ("length", "stop")
+    return str(resp.model)
+
+
+def _log(server: ServerProcess) -> str:
+    return server.stderr_path.read_text(encoding="utf-8")
+
+
+def test_models_lists_every_model_with_state_aliases_and_predicted_speed(
+        router: ServerProcess) -> None:
+    _wait_state(router, "smol-a", "loaded")  # pinned: loaded at start
+    doc = _client(router).models.list().model_dump()
+    validate(doc, "ListModelsResponse")
+    by_id = {m["id"]: m for m in doc["data"]}
+    assert set(by_id) == {*SMOL, "demo-smollm"}
+    assert by_id["smol-a"]["pinned"] is True and by_id["smol-a"]["planned_bytes"]["host"] > 0
+    assert "demo" in by_id["demo-smollm"]["aliases"]
+    assert all(m["state"] in ("loaded", "loading", "on_disk") for m in by_id.values())
+    end = time.monotonic() + 20
+    while any(m["predicted_decode_tps"] is None for m in
+              router.get_json("/v1/models")["data"]):
+        assert time.monotonic() < end, "the predicted speeds never came"
+        time.sleep(0.2)
+
+
+def test_loads_on_demand_and_unloads_the_least_recently_used_never_the_pinned(
+        router: ServerProcess) -> None:
+    client = _client(router)
+    assert _ask(client, "smol-b") == "smol-b"
+    assert _ask(client, "smol-c") == "smol-c"  # a and b resident: b is unloaded, a kept
+    states = _states(router)
+    assert (states["smol-a"], states["smol-b"], states["smol-c"]) == \
+        ("loaded", "on_disk", "loaded")
+    assert _ask(client, "smol-b.gguf") == "smol-b"  # an alias; c is the LRU now
+    assert _states(router)["smol-c"] == "on_disk"
+    log = _log(router)
+    assert re.search(r"unloaded smol-b to make room for smol-c: needs [\d.]+ MiB RAM, "
+                     r"[\d.]+ MiB free", log), log
+    assert "unloaded smol-c to make room for smol-b" in log
+    assert "unloaded smol-a" not in log
+
+
+def test_requests_for_models_being_swapped_in_all_succeed(router: ServerProcess) -> None:
+    client = _client(router)
+    jobs = [(SMOL[i % 3], i % 2 == 0) for i in range(12)]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        answered = list(pool.map(lambda job: _ask(client, *job), jobs))
+    assert answered == [model for model, _ in jobs]
+    assert _states(router)["smol-a"] == "loaded"
+
+
+def test_a_model_the_budget_cannot_hold_is_refused_naming_the_memory(
+        router: ServerProcess) -> None:
+    with pytest.raises(openai.APIStatusError) as err:
+        _ask(_client(router), "demo")
+    assert err.value.status_code == 507
+    message = str(err.value)
+    assert re.search(r"needs [\d.]+ MiB RAM, [\d.]+ MiB free", message), message
+    assert _states(router)["demo-smollm"] == "on_disk"
+    assert "loaded demo-smollm" not in _log(router)  # the load was never started
+
+
+def test_an_unknown_model_is_a_404_naming_the_models_served(router: ServerProcess) -> None:
+    with pytest.raises(openai.NotFoundError) as err:
+        _ask(_client(router), "no-such-model")
+    assert "smol-b" in str(err.value)
+
+
+def test_a_request_that_will_not_wait_gets_503_with_retry_after(
+        router: ServerProcess) -> None:
+    client = _client(router)
+    _ask(client, "smol-b")
+    _ask(client, "smol-a")  # c is not resident now
+    assert _states(router)["smol-c"] == "on_disk"
+    with pytest.raises(openai.APIStatusError) as err:
+        client.chat.completions.create(model="smol-c", max_tokens=2,
+                                       messages=[{"role": "user", "content": "hi"}],
+                                       extra_headers={"X-Loadout-Wait": "0"})
+    assert err.value.status_code == 503
+    assert err.value.response.headers.get("retry-after") == "1"
+    _wait_state(router, "smol-c", "loaded")  # the refusal still started its load
+
+
+def test_metrics_count_requests_tokens_loads_and_unloads_per_model(
+        router: ServerProcess) -> None:
+    for model in ("smol-b", "smol-c", "smol-b"):  # b goes to make room for c
+        _ask(_client(router), model)
+    text = router.get_text("/metrics")
+
+    def value(family: str, **labels: str) -> float:
+        inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+        m = re.search(rf"^{family}{{{re.escape(inner)}}} ([\d.e+]+)$", text, re.M)
+        assert m, f"{family}{{{inner}}} missing"
+        return float(m[1])
+
+    assert value("loadout_model_requests_total", model="smol-b") >= 1
+    assert value("loadout_model_generated_tokens_total", model="smol-b") >= 1
+    assert value("loadout_model_loads_total", model="smol-b") >= 1
+    assert value("loadout_model_unloads_total", model="smol-b", reason="room") >= 1
+    assert value("loadout_model_loads_total", model="smol-a") == 1
+    assert value("loadout_model_resident", model="smol-a") == 1
+
+
+def test_idle_timeout_and_models_max(models_dir: Path, tmp_path: Path) -> None:
+    proc = ServerProcess("--models", str(models_dir), *COMMON, "--models-max", "1",
+                         "--idle-timeout", "2", home=tmp_path).start()
+    try:
+        client = _client(proc)
+        _ask(client, "smol-a")
+        _ask(client, "smol-b")  # memory holds two, --models-max one
+        assert _states(proc)["smol-a"] == "on_disk"
+        assert "unloaded smol-a to make room for smol-b: --models-max 1" in _log(proc)
+        _wait_state(proc, "smol-b", "on_disk", timeout=15)
+        assert re.search(r"unloaded smol-b \(idle \d+ s\)", _log(proc))
+    finally:
+        proc.stop()
