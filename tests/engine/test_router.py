@@ -192,3 +192,19 @@ def test_idle_timeout_and_models_max(models_dir: Path, tmp_path: Path) -> None:
         assert re.search(r"unloaded smol-b \(idle \d+ s\)", _log(proc))
     finally:
         proc.stop()
+
+
+def test_the_load_bench_passes_a_short_run_that_forces_swaps() -> None:
+    """``bench/router_load.py`` for 20 s: 12 clients over three models of which two fit."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, str(root / "bench" / "router_load.py"),
+                          "--duration", "20"], capture_output=True, text=True, timeout=300,
+                         cwd=root)
+    report = json.loads(run.stdout)
+    assert run.returncode == 0, report
+    assert report["failed"] == 0 and report["out_of_memory"] == 0
+    assert report["unloads"] >= 3 and not report["unexplained_unloads"]
