@@ -25,8 +25,14 @@ def fits(p: Plan) -> bool:
 
 
 def need_of(p: Plan) -> dict[str, int]:
-    """The bytes ``p`` puts on each device (disk excluded: mapped, not held)."""
-    return {d.id: d.used_bytes for d in p.devices if d.kind != "disk" and d.used_bytes > 0}
+    """The bytes ``p`` puts on each device; what it leaves on disk counts as RAM (the
+    router never loads a plan that reads weights from disk per token)."""
+    need: dict[str, int] = {}
+    for d in p.devices:
+        device = "host" if d.kind == "disk" else d.id
+        if d.used_bytes > 0:
+            need[device] = need.get(device, 0) + d.used_bytes
+    return need
 
 
 def budget_of(p: Plan) -> dict[str, int]:

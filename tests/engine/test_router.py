@@ -208,3 +208,19 @@ def test_the_load_bench_passes_a_short_run_that_forces_swaps() -> None:
     assert run.returncode == 0, report
     assert report["failed"] == 0 and report["out_of_memory"] == 0
     assert report["unloads"] >= 3 and not report["unexplained_unloads"]
+
+
+def test_library_serves_the_demo_and_the_users_models(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    write_llama(home / "models" / "mine.gguf", Shape(n_vocab=2048))
+    empty = {"HOME": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hf"),
+             "OLLAMA_MODELS": str(tmp_path / "ollama")}
+    proc = ServerProcess("--library", *COMMON[2:], home=home, env=empty).start()
+    try:
+        by_id = {m["id"]: m for m in proc.get_json("/v1/models")["data"]}
+        assert "mine" in by_id and len(by_id) == 2
+        demo = next(i for i, m in by_id.items() if "demo" in m["aliases"])
+        assert _ask(_client(proc), "demo") == demo
+    finally:
+        proc.stop()
