@@ -4,6 +4,7 @@ two of the synthetic ones but not three (and never the demo)."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -224,3 +225,21 @@ def test_library_serves_the_demo_and_the_users_models(tmp_path: Path) -> None:
         assert _ask(_client(proc), "demo") == demo
     finally:
         proc.stop()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("--models", "{empty}"), "no GGUF model found"),
+    (("--models", "{empty}/nowhere"), "not a folder"),
+    (("--models", "{models}", "--keep", "nope"), "--keep nope: not among the models"),
+])
+def test_a_folder_without_models_or_an_unknown_keep_is_a_clear_error(
+        args: tuple[str, ...], said: str, models_dir: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    argv = [a.format(empty=tmp_path, models=models_dir) for a in args]
+    run = subprocess.run([sys.executable, "-m", "loadout", "serve", *argv, "--port", "0"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "LOADOUT_HOME": str(tmp_path)})
+    assert run.returncode == 1
+    assert said in run.stderr and "Traceback" not in run.stderr
