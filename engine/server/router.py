@@ -186,7 +186,9 @@ class Router:
     # -- loading --------------------------------------------------------------------------
     async def _load(self, entry: RoutedModel, reason: str = "requested") -> None:
         async with self._lock:
-            if entry.state == LOADED or self._stopping:
+            if self._stopping:
+                raise ApiError(503, "the server is shutting down", code="engine_closed")
+            if entry.state == LOADED:
                 return
             entry.state, entry.load_progress, entry.load_error = LOADING, 0.0, None
             try:

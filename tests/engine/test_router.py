@@ -128,6 +128,47 @@ def test_requests_for_models_being_swapped_in_all_succeed(router: ServerProcess)
     assert _states(router)["smol-a"] == "loaded"
 
 
+def test_a_model_with_a_request_in_flight_is_unloaded_only_after_it_ends(
+        models_dir: Path) -> None:
+    """The router itself, on real engines: a lease is a request in flight."""
+    import asyncio
+    import dataclasses
+
+    from engine.hardware import detect
+    from engine.server.model_catalog import folder_models
+    from engine.server.router import Router, RouterOptions
+    from engine.server.router_plan import RouterPlanner
+    from planner.request import Request
+
+    request = Request(context=512, parallel=2, advise=False)
+    inventory = detect(measure=False)
+    budget = int(float(BUDGET_GIB) * 1024**3) + request.host_reserve_bytes
+    inventory = dataclasses.replace(inventory, host=dataclasses.replace(
+        inventory.host, ram_available_bytes=budget))
+    catalog = [m for m in folder_models(models_dir) if m.id in SMOL]
+    router = Router(catalog, RouterPlanner(inventory, request, n_threads=1),
+                    RouterOptions(pinned=frozenset({"smol-a"})))
+    a, b, c = (router.models[m] for m in SMOL)
+
+    async def scenario() -> None:
+        await router.acquire(a)
+        router.release(a)
+        await router.acquire(b)  # b has a request in flight
+        swap_in = asyncio.create_task(router.acquire(c))
+        await asyncio.sleep(0.5)
+        assert not swap_in.done()
+        assert (b.state, b.engine is not None) == ("unloading", True)
+        router.release(b)  # its request ends: now b goes and c comes
+        await asyncio.wait_for(swap_in, 60)
+        assert (a.state, b.state, c.state) == ("loaded", "on_disk", "loaded")
+        assert c.leases == 1
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        router.stop()
+
+
 def test_a_model_the_budget_cannot_hold_is_refused_naming_the_memory(
         router: ServerProcess) -> None:
     with pytest.raises(openai.APIStatusError) as err:
