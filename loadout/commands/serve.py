@@ -18,7 +18,7 @@ from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
 
 def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API")
-    p.add_argument("model", nargs="?", default="demo",
+    p.add_argument("model", nargs="?", default=None,
                    help="a .gguf path or 'demo' (default)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; any other needs a key)")
@@ -181,7 +181,12 @@ def run(args: argparse.Namespace) -> int:
 
         return grammar_probe.main([args.grammar_checker])
     if args.models is not None or args.library:
+        if args.model is not None:
+            print("loadout serve: give MODEL or --models/--library, not both",
+                  file=sys.stderr)
+            return 2
         return _run_router(args)
+    args.model = args.model or "demo"
     path = resolve_local_model(args.model)
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
