@@ -185,6 +185,14 @@ def run(args: argparse.Namespace) -> int:
             print("loadout serve: give MODEL or --models/--library, not both",
                   file=sys.stderr)
             return 2
+        single = [flag for flag, on in (("--launch-spec", args.launch_spec is not None),
+                                        ("--workers", bool(args.workers)),
+                                        ("--no-plan", args.no_plan),
+                                        ("--alias", bool(args.alias))) if on]
+        if single:
+            print(f"loadout serve: {', '.join(single)} apply to one model, not to "
+                  "--models/--library", file=sys.stderr)
+            return 2
         return _run_router(args)
     args.model = args.model or "demo"
     path = resolve_local_model(args.model)
