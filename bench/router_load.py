@@ -7,7 +7,8 @@ Three synthetic llama GGUFs (written by ``tests/helpers/gguf_factory.py``, or th
 each to a model picked at random, so the router keeps swapping. Checked at the end:
 
 - no request failed (any status but 200 is a failure; the client never retries);
-- no load ran out of memory (the server's log has no "ran out of memory");
+- no load ran out of memory (the server's log has no "ran out of memory"), and the
+  resident models' planned RAM, sampled every 0.1 s, never exceeded the budget;
 - every unload was logged with its reason ("to make room for ...", "(idle N s)"), and
   the log's loads and unloads match ``/metrics``' per-model counters.
 
@@ -126,6 +127,17 @@ def _client_loop(base_url: str, models: list[str], until: float, max_tokens: int
             results.append(outcome)
 
 
+def _watch_residency(server: Server, until: float, peak: list[int]) -> None:
+    """Sample ``/v1/models`` while the load runs: the most RAM the resident models' plans
+    held at once, and the most models resident."""
+    while time.monotonic() < until:
+        models = json.loads(server.get("/v1/models"))["data"]
+        resident = [m for m in models if m["planned_bytes"]]  # loaded, or placed to load
+        held = sum(int(m["planned_bytes"].get("host", 0)) for m in resident)
+        peak[0], peak[1] = max(peak[0], held), max(peak[1], len(resident))
+        time.sleep(0.1)
+
+
 def _metric(text: str, family: str) -> dict[tuple[str, ...], float]:
     out: dict[tuple[str, ...], float] = {}
     for m in re.finditer(rf"^{family}\{{([^}}]*)\}} ([\d.e+]+)$", text, re.M):
@@ -177,9 +189,11 @@ def main(argv: list[str] | None = None) -> int:
             threads = [threading.Thread(target=_client_loop, args=(
                 server.ready["base_url"], models, until, args.max_tokens, i, results, lock))
                 for i in range(args.clients)]
-            for t in threads:
+            peak = [0, 0]  # the most bytes planned resident at once, and models
+            watcher = threading.Thread(target=_watch_residency, args=(server, until, peak))
+            for t in [*threads, watcher]:
                 t.start()
-            for t in threads:
+            for t in [*threads, watcher]:
                 t.join()
             metrics = server.get("/metrics")
         finally:
@@ -194,10 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         "failures": [r.get("error", "wrong answer") for r in failed][:5],
         "request_s_median": round(seconds[len(seconds) // 2], 3) if seconds else None,
         "request_s_max": round(seconds[-1], 3) if seconds else None,
+        "peak_planned_mib": round(peak[0] / 1024**2, 1),
+        "budget_mib": round(budget * 1024, 1), "peak_resident_models": peak[1],
         **check_log(log, metrics),
     }
     ok = (not failed and report["requests"] > 0 and report["out_of_memory"] == 0
           and not report["unexplained_unloads"] and report["unloads"] > 0
+          and peak[0] <= budget * 1024**3
           and report["loads"] == report["metrics_loads"]
           and report["unloads"] == report["metrics_unloads"])
     report["passed"] = ok

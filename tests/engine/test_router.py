@@ -250,6 +250,8 @@ def test_the_load_bench_passes_a_short_run_that_forces_swaps() -> None:
     assert run.returncode == 0, report
     assert report["failed"] == 0 and report["out_of_memory"] == 0
     assert report["unloads"] >= 3 and not report["unexplained_unloads"]
+    assert report["peak_resident_models"] == 2
+    assert report["peak_planned_mib"] <= report["budget_mib"]
 
 
 def test_library_serves_the_demo_and_the_users_models(tmp_path: Path) -> None:
