@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import pytest
 from PySide6.QtWidgets import QApplication
 
 from app.engine_process import EngineProcess
@@ -15,6 +16,7 @@ from app.pages.server_page import ServerPage
 from tests.engine.server_fixtures import ServerProcess
 from tests.engine.test_router import COMMON, write_models
 
+pytestmark = pytest.mark.slow
 
 def _rows(page: ServerPage) -> dict[str, list[str]]:
     table = page.models

@@ -18,6 +18,8 @@ from engine.demo import demo_model_path
 from tests.engine.server_fixtures import ServerProcess, validate
 from tests.helpers.gguf_factory import Shape, write_llama
 
+pytestmark = pytest.mark.slow
+
 SMOL = ("smol-a", "smol-b", "smol-c")
 # each synthetic model plans ~16.5 MiB of RAM at 512 tokens x 2 slots: 41 MiB hold two
 BUDGET_GIB = "0.04"
