@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -130,10 +131,8 @@ def test_requests_for_models_being_swapped_in_all_succeed(router: ServerProcess)
     assert _states(router)["smol-a"] == "loaded"
 
 
-def test_a_model_with_a_request_in_flight_is_unloaded_only_after_it_ends(
-        models_dir: Path) -> None:
-    """The router itself, on real engines: a lease is a request in flight."""
-    import asyncio
+def _router_in_process(models_dir: Path, **options: Any) -> Any:
+    """The router itself (no HTTP), on real engines, under the tests' RAM budget."""
     import dataclasses
 
     from engine.hardware import detect
@@ -148,8 +147,16 @@ def test_a_model_with_a_request_in_flight_is_unloaded_only_after_it_ends(
     inventory = dataclasses.replace(inventory, host=dataclasses.replace(
         inventory.host, ram_available_bytes=budget))
     catalog = [m for m in folder_models(models_dir) if m.id in SMOL]
-    router = Router(catalog, RouterPlanner(inventory, request, n_threads=1),
-                    RouterOptions(pinned=frozenset({"smol-a"})))
+    return Router(catalog, RouterPlanner(inventory, request, n_threads=1),
+                  RouterOptions(**options))
+
+
+def test_a_model_with_a_request_in_flight_is_unloaded_only_after_it_ends(
+        models_dir: Path) -> None:
+    """A lease is a request in flight."""
+    import asyncio
+
+    router = _router_in_process(models_dir, pinned=frozenset({"smol-a"}))
     a, b, c = (router.models[m] for m in SMOL)
 
     async def scenario() -> None:
@@ -164,6 +171,30 @@ def test_a_model_with_a_request_in_flight_is_unloaded_only_after_it_ends(
         await asyncio.wait_for(swap_in, 60)
         assert (a.state, b.state, c.state) == ("loaded", "on_disk", "loaded")
         assert c.leases == 1
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        router.stop()
+
+
+def test_past_its_queue_a_request_for_a_loading_model_gets_503(models_dir: Path) -> None:
+    import asyncio
+
+    from engine.server.openai_schema import ApiError
+
+    router = _router_in_process(models_dir, queue_size=1)
+    b = router.models["smol-b"]
+
+    async def scenario() -> None:
+        first = asyncio.create_task(router.acquire(b))
+        await asyncio.sleep(0)  # it waits for the load now: the queue (1) is full
+        assert b.waiting == 1
+        with pytest.raises(ApiError) as err:
+            await router.acquire(b)
+        assert err.value.status == 503 and err.value.headers == {"Retry-After": "1"}
+        await asyncio.wait_for(first, 60)  # the one that waited is served
+        assert b.state == "loaded" and b.leases == 1
 
     try:
         asyncio.run(scenario())
