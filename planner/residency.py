@@ -88,12 +88,16 @@ def remaining(budget: Mapping[str, int], residents: Iterable[Resident]) -> dict[
 
 def inventory_left(inventory: Inventory, residents: Iterable[Resident]) -> Inventory:
     """``inventory`` as a new model sees it: RAM and each GPU's free memory less what the
-    resident models' plans hold there (``gpuN`` is the GPU of index N)."""
+    resident models' plans hold there (``gpuN`` is the GPU of index N). A unified-memory
+    GPU shares the RAM: what residents hold on either is gone from both."""
     used = used_bytes(residents)
+    unified = sum(used.get(f"gpu{g.index}", 0) for g in inventory.gpus if g.unified_memory)
+    host_used = used.get(HOST, 0)
     host = replace(inventory.host, ram_available_bytes=max(
-        0, inventory.host.ram_available_bytes - used.get(HOST, 0)))
-    gpus = tuple(replace(g, free_bytes=max(0, g.free_bytes - used.get(f"gpu{g.index}", 0)))
-                 for g in inventory.gpus)
+        0, inventory.host.ram_available_bytes - host_used - unified))
+    gpus = tuple(replace(g, free_bytes=max(0, g.free_bytes - (
+        host_used + unified if g.unified_memory else used.get(f"gpu{g.index}", 0))))
+        for g in inventory.gpus)
     return replace(inventory, host=host, gpus=gpus)
 
 

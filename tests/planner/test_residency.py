@@ -9,7 +9,7 @@ from planner.residency import (
     make_room,
     remaining,
 )
-from tests.planner.rigs import GIB, gpu, rig
+from tests.planner.rigs import GIB, apple, gpu, rig
 
 BUDGET = {"host": 10 * GIB}
 
@@ -99,3 +99,10 @@ def test_inventory_left_shrinks_ram_and_each_gpu_by_the_residents_bytes() -> Non
     assert left.host.ram_available_bytes == inv.host.ram_available_bytes - 10 * GIB
     assert left.gpus[0].free_bytes == inv.gpus[0].free_bytes - 8 * GIB
     assert left.gpus[0].total_bytes == inv.gpus[0].total_bytes
+
+
+def test_on_unified_memory_what_residents_hold_anywhere_is_gone_from_ram_and_gpu() -> None:
+    inv = apple(ram_gib=64, bandwidth=400)
+    left = inventory_left(inv, [_r("a", 2, 0, gpu_gib=10)])
+    assert left.host.ram_available_bytes == inv.host.ram_available_bytes - 12 * GIB
+    assert left.gpus[0].free_bytes == inv.gpus[0].free_bytes - 12 * GIB
