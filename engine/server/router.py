@@ -196,6 +196,7 @@ class Router:
             except BaseException as exc:
                 entry.state = ON_DISK
                 entry.planned = {}
+                self._predict_alone(entry)
                 entry.load_error = str(exc)
                 if isinstance(exc, ApiError):
                     log.warning("not loading %s: %s", entry.id, exc.message)
@@ -240,6 +241,7 @@ class Router:
                                code="insufficient_memory")
         spec = self.planner.spec(path, p)
         entry.planned = need_of(p)
+        entry.predicted_decode_tps = p.predicted.decode_tps  # the plan it runs with
         t0 = time.monotonic()
         engine = await asyncio.to_thread(self._loader, spec, self._progress(entry))
         served = await asyncio.to_thread(self._served, entry, engine)
@@ -251,6 +253,11 @@ class Router:
                  entry.loaded_at - t0, ", ".join(f"{gib(n)} {'RAM' if d == 'host' else d}"
                                                  for d, n in sorted(entry.planned.items())))
         self.events("load", entry.id, reason)
+
+    def _predict_alone(self, entry: RoutedModel) -> None:
+        alone = self.planner.alone_if_planned(entry.model.path)
+        if alone is not None:
+            entry.predicted_decode_tps = alone.predicted.decode_tps
 
     def _progress(self, entry: RoutedModel) -> Callable[[float], bool]:
         def progress(value: float) -> bool:
@@ -302,6 +309,7 @@ class Router:
         if probe is not None:
             await asyncio.to_thread(probe.close)
         entry.state, entry.planned, entry.load_progress = ON_DISK, {}, 0.0
+        self._predict_alone(entry)
         log.info("unloaded %s %s", entry.id, reason)
         self.events("unload", entry.id, reason)
 

@@ -77,6 +77,10 @@ class RouterPlanner:
             self._alone[path] = plan(self.inventory, self.profile(path), self.request)
         return self._alone[path]
 
+    def alone_if_planned(self, path: Path) -> Plan | None:
+        """The cached plan alone, or None before :meth:`alone` made it."""
+        return self._alone.get(path)
+
     def beside(self, path: Path, residents: Sequence[Resident]) -> Plan:
         """The model's plan into what ``residents`` leave."""
         if not residents:
