@@ -254,17 +254,29 @@ def test_metrics_count_requests_tokens_loads_and_unloads_per_model(
     assert value("loadout_model_resident", model="smol-a") == 1
 
 
-def test_idle_timeout_and_models_max(models_dir: Path, tmp_path: Path) -> None:
+def test_models_max_caps_the_models_loaded_even_with_memory_free(
+        models_dir: Path, tmp_path: Path) -> None:
     proc = ServerProcess("--models", str(models_dir), *COMMON, "--models-max", "1",
-                         "--idle-timeout", "2", home=tmp_path).start()
+                         home=tmp_path).start()
     try:
         client = _client(proc)
         _ask(client, "smol-a")
         _ask(client, "smol-b")  # memory holds two, --models-max one
         assert _states(proc)["smol-a"] == "on_disk"
         assert "unloaded smol-a to make room for smol-b: --models-max 1" in _log(proc)
-        _wait_state(proc, "smol-b", "on_disk", timeout=15)
+    finally:
+        proc.stop()
+
+
+def test_a_model_idle_for_the_timeout_is_unloaded(models_dir: Path, tmp_path: Path) -> None:
+    proc = ServerProcess("--models", str(models_dir), *COMMON, "--idle-timeout", "2",
+                         home=tmp_path).start()
+    try:
+        _ask(_client(proc), "smol-b")
+        _wait_state(proc, "smol-b", "on_disk", timeout=20)
         assert re.search(r"unloaded smol-b \(idle \d+ s\)", _log(proc))
+        assert 'loadout_model_unloads_total{model="smol-b",reason="idle"} 1' in \
+            proc.get_text("/metrics")
     finally:
         proc.stop()
 
