@@ -1854,6 +1854,22 @@
         <translation>等待空闲槽位：{n}</translation>
     </message>
     <message>
+        <source>loaded</source>
+        <translation>已加载</translation>
+    </message>
+    <message>
+        <source>loading</source>
+        <translation>加载中</translation>
+    </message>
+    <message>
+        <source>on disk</source>
+        <translation>在磁盘上</translation>
+    </message>
+    <message>
+        <source>unloading</source>
+        <translation>卸载中</translation>
+    </message>
+    <message>
         <source>idle</source>
         <translation>空闲</translation>
     </message>
@@ -1992,6 +2008,22 @@
     <message>
         <source>Total</source>
         <translation>总计</translation>
+    </message>
+    <message>
+        <source>Models served</source>
+        <translation>提供的模型</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Memory planned</source>
+        <translation>计划内存</translation>
+    </message>
+    <message>
+        <source>Predicted decode t/s</source>
+        <translation>预测解码 t/s</translation>
     </message>
 </context>
 <context>

@@ -1854,6 +1854,22 @@
         <translation>等待空閒槽位：{n}</translation>
     </message>
     <message>
+        <source>loaded</source>
+        <translation>已載入</translation>
+    </message>
+    <message>
+        <source>loading</source>
+        <translation>載入中</translation>
+    </message>
+    <message>
+        <source>on disk</source>
+        <translation>在磁碟上</translation>
+    </message>
+    <message>
+        <source>unloading</source>
+        <translation>卸載中</translation>
+    </message>
+    <message>
         <source>idle</source>
         <translation>閒置</translation>
     </message>
@@ -1992,6 +2008,22 @@
     <message>
         <source>Total</source>
         <translation>總計</translation>
+    </message>
+    <message>
+        <source>Models served</source>
+        <translation>提供的模型</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Memory planned</source>
+        <translation>規劃記憶體</translation>
+    </message>
+    <message>
+        <source>Predicted decode t/s</source>
+        <translation>預測解碼 t/s</translation>
     </message>
 </context>
 <context>

@@ -42,6 +42,7 @@ from engine.server.generation import GenContext, Generation, chat_events, comple
 from engine.server.grammar_budget import BudgetExceeded
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
+from engine.server.router_metrics import RouterMetrics
 from engine.server.security import (
     ACCESS_PATH,
     AppAccess,
@@ -52,7 +53,13 @@ from engine.server.security import (
     SecurityPolicy,
 )
 from engine.server.server_metrics import ServerMetrics
-from engine.server.state import RETRY_AFTER_S, EngineLike, ServerState, template_renders_tools
+from engine.server.state import (
+    RETRY_AFTER_S,
+    EngineLike,
+    RouteRequests,
+    ServerState,
+    template_renders_tools,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +94,13 @@ async def _read_json(request: Request) -> Any:
     if not raw:
         raise ApiError(400, "empty request body; send a JSON object", code="invalid_json")
     try:
-        return json.loads(raw)
+        doc = json.loads(raw)
     except RecursionError as exc:
         raise ApiError(400, "the JSON nests too deeply", code="json_too_deep") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"malformed JSON: {exc}", code="invalid_json") from exc
+    await request.app.state.server.select(doc, request.headers)  # a router: its model
+    return doc
 
 
 Parser = Callable[[Any, ServedModel, RequestLimits], ParsedRequest]
@@ -140,8 +149,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
                      {"Retry-After": RETRY_AFTER_S})
 
     async def models(request: Request) -> Response:
-        _, served = state.require()
-        return _json(docs.models_list(served))
+        return _json(state.models_document())
 
     async def chat(request: Request) -> Response:
         body = await _read_json(request)
@@ -281,6 +289,8 @@ def build_app(state: ServerState, policy: SecurityPolicy,
     access = access or AppAccess()
     metrics = ServerMetrics(state.engine_status)
     ctx = GenContext(state=state, metrics=metrics)
+    if state.router is not None:
+        RouterMetrics(metrics.registry).attach(state)
     middleware = []
     if policy.cors_origins:
         middleware.append(Middleware(
@@ -293,7 +303,8 @@ def build_app(state: ServerState, policy: SecurityPolicy,
                    Middleware(BodyTimeoutMiddleware,
                               timeout_s=(connections or ConnectionLimits()).body_timeout_s),
                    Middleware(BodyLimitMiddleware, limit=policy.max_body_bytes),
-                   Middleware(AuthMiddleware, policy=policy, access=access)]
+                   Middleware(AuthMiddleware, policy=policy, access=access),
+                   Middleware(RouteRequests, state=state)]
     app = Starlette(routes=_routes(ctx, limits, access), middleware=middleware,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})

@@ -90,6 +90,7 @@ class Generation:
         self._recorded = True
         self.ctx.state.in_flight -= 1
         self.ctx.metrics.in_flight.set(self.ctx.state.in_flight)
+        self.ctx.state.generation_done(self.served.id, chunk.metrics if chunk else None)
         if chunk is not None:
             self.ctx.metrics.generation_done(chunk.finish_reason or "cancelled", chunk.metrics)
         else:  # the client left: the engine's last chunk goes to nobody
