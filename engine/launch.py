@@ -86,6 +86,10 @@ class LaunchSpec:
     # the plan's features and raw predicted figures (JSON), recorded with every finished
     # request (engine/run_records.py); "" records nothing
     run_features: str = ""
+    # the multimodal projector (mmproj GGUF) loaded beside the model, for images; with
+    # mmproj_offload it goes to the GPU llama.cpp picks, else it stays on the CPU
+    mmproj_path: str | None = None
+    mmproj_offload: bool = True
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:

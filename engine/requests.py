@@ -66,10 +66,14 @@ class GenerationRequest:
     tools: tuple[Mapping[str, Any], ...] | None = None
     params: SamplingParams = field(default_factory=SamplingParams)
     add_generation_prompt: bool = True
+    # image files (PNG, JPEG ...) in the order of the media markers in the messages' text
+    images: tuple[bytes, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("give exactly one of prompt or messages")
+        if self.images and self.messages is None:
+            raise ValueError("images go with chat messages, not a raw prompt")
 
 
 @dataclass(frozen=True)
