@@ -18,6 +18,8 @@ from typing import Any
 from engine.metrics import Metrics
 from engine.speculative import SPEC_MODES
 
+# where an image sits in a message's text (llama.cpp's multimodal library's default marker)
+MEDIA_MARKER = "<__media__>"
 FINISH_REASONS = ("stop", "length", "loop", "cancelled", "error")
 LOOP_GUARD_MODES = ("stop", "retry", "off")
 

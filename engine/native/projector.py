@@ -101,7 +101,7 @@ class NativeProjector:
                 captured, f"loading the projector {Path(path).name} failed"))
         self.ptr = ptr
         self.path = path
-        self.marker: str = lib.mtmd_default_marker().decode()
+        self.marker: str = lib.mtmd_default_marker().decode()  # = requests.MEDIA_MARKER
         self.vision = bool(lib.mtmd_support_vision(ptr))
         self.mrope = bool(lib.mtmd_decode_use_mrope(ptr))
         self.memory = loader_memory(captured.lines)
