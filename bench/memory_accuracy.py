@@ -262,7 +262,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"worst {part:<8} {worst.error_pct:+6.2f}%  ({worst.model} ctx {worst.n_ctx} "
               f"{worst.kv} x{worst.n_seq});  most under {under.error_pct:+6.2f}%")
     misses = verdict(rows)
-    print(f"{len(rows)} comparisons in {time.perf_counter() - start:.1f} s: "
+    from bench.vision import memory_misses, print_memory, projector_rows
+
+    with tempfile.TemporaryDirectory(prefix="loadout-mmproj-") as tmp:
+        projectors = projector_rows(Path(tmp))  # vision projectors: weights + compute
+    print_memory(projectors)
+    misses += memory_misses(projectors)
+    rows_n = len(rows) + len(projectors)
+    print(f"{rows_n} comparisons in {time.perf_counter() - start:.1f} s: "
           + ("all goals met" if not misses else f"{len(misses)} goal(s) missed"))
     for miss in misses[:20]:
         print("  MISSED", miss)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter
 
-from tests.helpers.gguf_factory import Shape, write_llama
+from tests.helpers.gguf_factory import Shape, _aligned, write_llama
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,12 @@ def mmproj_tensors(v: VisionShape) -> list[tuple[str, tuple[int, ...], str]]:
     return out
 
 
-def write_mmproj(path: Path, shape: VisionShape | None = None, seed: int = 1) -> Path:
-    """Write a loadable projector GGUF with small random weights; returns ``path``."""
+def write_mmproj(path: Path, shape: VisionShape | None = None, seed: int = 1,
+                 header_only: bool = False) -> Path:
+    """Write a loadable projector GGUF with small random weights; returns ``path``.
+
+    ``header_only``: the data is left as a hole (all zeros when read), for projectors of
+    real sizes whose memory llama.cpp reports without the weights mattering."""
     v = shape or VisionShape()
     if v.image_size % v.patch_size:
         raise ValueError("image_size must be a multiple of patch_size")
@@ -88,6 +92,8 @@ def write_mmproj(path: Path, shape: VisionShape | None = None, seed: int = 1) ->
     w.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     w.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
     w.add_uint32("general.file_type", 1)
+    if header_only:
+        return _write_header_only(w, path, v)
     for name, shape_, type_name in mmproj_tensors(v):
         arr = rng.standard_normal(tuple(reversed(shape_)), dtype=np.float32) * 0.05
         if name.endswith(("ln1.weight", "ln2.weight", "pre_ln.weight")):
@@ -97,6 +103,22 @@ def write_mmproj(path: Path, shape: VisionShape | None = None, seed: int = 1) ->
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    return path
+
+
+def _write_header_only(w: GGUFWriter, path: Path, v: VisionShape) -> Path:
+    size = 0
+    for name, shape_, type_name in mmproj_tensors(v):
+        dtype = np.dtype(np.float16 if type_name == "F16" else np.float32)
+        nbytes = int(np.prod(shape_)) * dtype.itemsize
+        w.add_tensor_info(name, tuple(reversed(shape_)), dtype, nbytes)
+        size = _aligned(size, w.data_alignment) + nbytes
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    with open(path, "r+b") as f:
+        f.truncate(_aligned(path.stat().st_size, w.data_alignment) + size)
     return path
 
 

@@ -1,0 +1,52 @@
+"""The vision projector's price, from its header alone (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import projector as pj
+from planner.gguf import GGUFHeader, RawTensor
+
+
+def header(kind: str = "mlp", size: int = 336, patch: int = 14, n_embd: int = 1024,
+           arch: str = "clip") -> GGUFHeader:
+    meta = {"general.architecture": arch, "clip.projector_type": kind,
+            "clip.has_vision_encoder": True, "clip.vision.image_size": size,
+            "clip.vision.patch_size": patch, "clip.vision.embedding_length": n_embd,
+            "clip.vision.feed_forward_length": 4 * n_embd,
+            "clip.vision.attention.head_count": 16, "clip.vision.block_count": 24}
+    tensors = (RawTensor("v.blk.0.ffn_up.weight", (n_embd, 4 * n_embd), 1, 0, 8 * n_embd**2),
+               RawTensor("mm.0.weight", (n_embd, 4096), 1, 0, 2 * n_embd * 4096),
+               RawTensor("mm.2.weight", (4096, 4096), 1, 0, 2 * 4096 * 4096))
+    return GGUFHeader(3, meta, tensors, 0, 0)
+
+
+def test_weights_are_every_tensor_of_the_file() -> None:
+    p = pj.projector_profile(header())
+    assert p.weights_bytes == 8 * 1024**2 + 2 * 1024 * 4096 + 2 * 4096 * 4096
+    assert (p.proj_hidden, p.n_embd_text) == (4096, 4096)
+
+
+def test_a_llava_image_is_one_token_per_patch_and_gemma3_pools_to_256() -> None:
+    assert pj.projector_profile(header()).image_tokens == 24 * 24
+    assert pj.projector_profile(header("gemma3", 896, 14)).image_tokens == 256
+
+
+def test_flash_attention_spares_the_attention_scores() -> None:
+    p = pj.projector_profile(header(size=448))
+    scores = p.n_patches ** 2 * p.n_head * 4
+    without = pj.compute_bytes(p, flash_attn=False)
+    assert without >= scores > pj.compute_bytes(p, flash_attn=True)
+
+
+def test_an_image_adds_its_tokens_as_prefill_and_its_encoding_to_ttft() -> None:
+    p = pj.projector_profile(header())
+    use = pj.place_projector(p, "gpu0", flops_per_s=1e12)
+    assert use.encode_s == pytest.approx(pj.encode_flops(p) / 1e12)
+    ttft = pj.image_ttft_s(0.5, prefill_tps=1000.0, use=use, images=2)
+    assert ttft == pytest.approx(0.5 + 2 * (576 / 1000.0 + use.encode_s))
+
+
+def test_a_text_model_is_not_a_projector() -> None:
+    with pytest.raises(ValueError, match="not a vision projector"):
+        pj.projector_profile(header(arch="llama"))
