@@ -94,11 +94,14 @@ def _planned(args: argparse.Namespace, model_path: Path, failed: Any = ()) -> An
 
     pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
             "kv_type": args.kv_type.lower() if args.kv_type else None}
+    projector = _projector_path(args, model_path)
     return plan_launch(str(model_path), context=max(64, args.ctx),
                        parallel=max(1, args.parallel), n_threads=args.threads, overrides=pins,
                        workers=worker_list(args.workers), attempt=failed.host_attempt
                        if failed else 0,
-                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else ())
+                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else (),
+                       mmproj_path=str(projector) if projector else None,
+                       mmproj_offload=not args.no_mmproj_offload)
 
 
 def _replan(args: argparse.Namespace, model_path: Path, first: Any) -> Any:
@@ -173,19 +176,25 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
     return limits, conn
 
 
-def _with_projector(args: argparse.Namespace, model_path: Path, spec: Any) -> Any:
-    """The spec with the model's projector: --mmproj, else the plan's, else the file paired
-    with the model in its folder (none with --no-mmproj)."""
+def _projector_path(args: argparse.Namespace, model_path: Path) -> Path | None:
+    """--mmproj, else the projector paired with the model in its folder (none with
+    --no-mmproj)."""
     from engine.models import paired_projector
 
     if args.no_mmproj:
+        return None
+    return args.mmproj or paired_projector(model_path)
+
+
+def _with_projector(args: argparse.Namespace, model_path: Path, spec: Any) -> Any:
+    """The spec with the model's projector (the plan's placement of it when planned)."""
+    if args.no_mmproj:
         return spec.with_changes(mmproj_path=None)
-    projector = args.mmproj or (Path(spec.mmproj_path) if spec.mmproj_path else None) \
-        or paired_projector(model_path)
+    projector = _projector_path(args, model_path)
     if projector is None:
         return spec
     changes: dict[str, Any] = {"mmproj_path": str(projector)}
-    if args.no_mmproj_offload:
+    if args.no_mmproj_offload or (spec.mmproj_path and not spec.mmproj_offload):
         changes["mmproj_offload"] = False
     return spec.with_changes(**changes)
 

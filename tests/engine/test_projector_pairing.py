@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
 from engine.models import paired_projector
+from loadout.cli import main
+from tests.helpers.gguf_mmproj import VisionShape, write_vision_pair
+from tests.planner.rigs import RTX_4090, rig
 
 
 def touch(folder: Path, *names: str) -> None:
@@ -29,3 +35,28 @@ def test_a_generic_projector_pairs_only_in_a_one_model_folder(tmp_path: Path) ->
     mixed.mkdir()
     touch(mixed, "a-Q4_K_M.gguf", "b-Q4_K_M.gguf", "mmproj-F16.gguf")
     assert paired_projector(mixed / "a-Q4_K_M.gguf") is None
+
+
+def test_plan_places_the_paired_projector_and_prices_an_image(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, projector = write_vision_pair(tmp_path / "pair")
+    rig_file = tmp_path / "rig.json"
+    rig_file.write_text(json.dumps(rig(RTX_4090).to_json()), encoding="utf-8")
+    assert main(["plan", str(model), "--rig", str(rig_file), "--json", "--no-advice"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    proj = doc["projector"]
+    gpu = next(d for d in doc["devices"] if d["id"] == "gpu0")
+    assert proj["device"] == "gpu0" and doc["engine"]["mmproj_offload"] is True
+    assert gpu["projector_bytes"] == proj["weights_bytes"] + proj["compute_bytes"]
+    assert proj["weights_bytes"] == sum(t[1] for t in _sizes(projector))
+    assert proj["image_tokens"] == VisionShape().image_tokens
+    assert proj["image_ttft_s"] >= doc["predicted"]["ttft_s"]
+    assert main(["plan", str(model), "--rig", str(rig_file), "--json", "--no-advice",
+                 "--no-mmproj"]) == 0
+    assert json.loads(capsys.readouterr().out)["projector"] is None
+
+
+def _sizes(path: Path) -> list[tuple[str, int]]:
+    from gguf import GGUFReader
+
+    return [(t.name, int(t.n_bytes)) for t in GGUFReader(str(path)).tensors]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from planner import projector as pj
 from planner.gguf import GGUFHeader, RawTensor
+from planner.request import Request
 
 
 def header(kind: str = "mlp", size: int = 336, patch: int = 14, n_embd: int = 1024,
@@ -50,3 +53,50 @@ def test_an_image_adds_its_tokens_as_prefill_and_its_encoding_to_ttft() -> None:
 def test_a_text_model_is_not_a_projector() -> None:
     with pytest.raises(ValueError, match="not a vision projector"):
         pj.projector_profile(header(arch="llama"))
+
+
+# -- in a plan ---------------------------------------------------------------------------
+
+def _gemma_projector() -> pj.ProjectorProfile:
+    """Gemma 3's SigLIP projector at its published width (27 blocks, 896 px, ~0.8 GB)."""
+    return replace(pj.projector_profile(header("gemma3", 896, 14, 1152)),
+                   weights_bytes=851 * 10**6, n_layer=27, n_ff=4304)
+
+
+def test_the_projector_has_its_room_on_the_main_gpu_before_the_model_is_placed() -> None:
+    from planner.plan import plan
+    from planner.vision_plan import plan_with_projector
+    from tests.planner import shapes as S
+    from tests.planner.rigs import RTX_3060, rig
+
+    inv = rig(RTX_3060, ram_gib=32)
+    model = S.build(S.GEMMA3_27B, "Q4_K_M")
+    request = Request(context=8192, advise=False)
+    alone = plan(inv, model, request)
+    with_proj = plan_with_projector(inv, model, request, _gemma_projector())
+    gpu = next(d for d in with_proj.devices if d.id == "gpu0")
+    use = with_proj.projector
+    assert use is not None and use.device == "gpu0"
+    assert gpu.projector_bytes == use.total_bytes > 851 * 10**6
+    assert gpu.free_bytes >= 0 and gpu.capacity_bytes == inv.gpus[0].free_bytes
+    # the model gives up GPU room for it: fewer weights on the GPU than alone
+    before = next(d for d in alone.devices if d.id == "gpu0")
+    assert gpu.weights_bytes + gpu.kv_bytes < before.weights_bytes + before.kv_bytes
+    doc = with_proj.to_json()
+    assert doc["projector"]["image_tokens"] == 256
+    assert doc["projector"]["image_ttft_s"] > doc["predicted"]["ttft_s"]
+    assert doc["engine"]["mmproj_offload"] is True
+
+
+def test_a_projector_not_offloaded_lives_in_host_ram() -> None:
+    from planner.vision_plan import plan_with_projector
+    from tests.planner import shapes as S
+    from tests.planner.rigs import RTX_4090, rig
+
+    p = plan_with_projector(rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M"),
+                            Request(context=4096, advise=False), _gemma_projector(),
+                            offload=False)
+    host = next(d for d in p.devices if d.id == "host")
+    assert p.projector is not None and p.projector.device == "host"
+    assert host.projector_bytes == p.projector.total_bytes
+    assert p.engine["mmproj_offload"] is False
