@@ -2,6 +2,41 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>AttachStrip</name>
+    <message>
+        <source>Attach images</source>
+        <translation>附加图片</translation>
+    </message>
+    <message>
+        <source>Images ({patterns})</source>
+        <translation>图片 ({patterns})</translation>
+    </message>
+    <message>
+        <source>Not a picture: {names}</source>
+        <translation>不是图片：{names}</translation>
+    </message>
+    <message>
+        <source>Images going with the next question: {count}</source>
+        <translation>随下一个问题发送的图片：{count}</translation>
+    </message>
+    <message>
+        <source>Attach image…</source>
+        <translation>附加图片…</translation>
+    </message>
+    <message>
+        <source>Add a picture to the question (you can also paste one or drop it on the question box)</source>
+        <translation>为问题添加图片（也可以粘贴图片，或将其拖放到问题框中）</translation>
+    </message>
+    <message>
+        <source>Remove images</source>
+        <translation>移除图片</translation>
+    </message>
+    <message>
+        <source>Attach image</source>
+        <translation>附加图片</translation>
+    </message>
+</context>
+<context>
     <name>ChatPage</name>
     <message>
         <source>New conversation</source>
@@ -42,6 +77,10 @@
     <message>
         <source>System prompt and sampling: temperature {temperature}, top-p {top_p}, longest answer {max_tokens} tokens</source>
         <translation>系统提示词与采样：温度 {temperature}，核采样 {top_p}，回答最长 {max_tokens} 个词元</translation>
+    </message>
+    <message>
+        <source>An image</source>
+        <translation>一张图片</translation>
     </message>
     <message>
         <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
@@ -149,6 +188,10 @@
     <message>
         <source>{prompt} prompt tokens ({cached} cached), {generated} generated</source>
         <translation>提示 {prompt} 个 token（缓存 {cached} 个），生成 {generated} 个</translation>
+    </message>
+    <message>
+        <source>{count} image(s) of {tokens} tokens, encoded in {value} (inside TTFT)</source>
+        <translation>{count} 张图片，共 {tokens} 个 token，编码用时 {value}（计入 TTFT）</translation>
     </message>
     <message>
         <source>acceptance {share} ({per_step} tokens per step)</source>
@@ -526,6 +569,10 @@
     <message>
         <source>Compute buffers</source>
         <translation>计算缓冲区</translation>
+    </message>
+    <message>
+        <source>Vision projector</source>
+        <translation>视觉投影器</translation>
     </message>
     <message>
         <source>Reserve</source>

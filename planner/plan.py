@@ -195,8 +195,14 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     Returns:
         The :class:`Plan`, with ``fits`` False and reason codes when it cannot run; its
         prediction corrected by ``request.machine_runs`` when there are any (the raw one
-        kept in ``raw_predicted``).
+        kept in ``raw_predicted``). With ``request.projector``, the projector's memory is
+        held back first (:func:`planner.vision_plan.plan_with_projector`).
     """
+    if request.projector is not None:
+        from planner.vision_plan import plan_with_projector
+
+        return plan_with_projector(inventory, profile, replace(request, projector=None),
+                                   request.projector, request.projector_offload)
     the_plan = _plan(inventory, profile, request, exact_check=True, like=None)
     if request.machine_runs:
         the_plan = calibrate(inventory, profile, the_plan, request.machine_runs)

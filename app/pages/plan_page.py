@@ -229,6 +229,7 @@ class PlanPage(QWidget):
             "gpu_order": self.roles.gpu_order(),
             "host_reserve_bytes": self._state.settings.host_reserve_bytes,
             "advise": False,
+            "projector": getattr(self._state, "projector", None),
         }
         return Request(**fields)
 

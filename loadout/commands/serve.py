@@ -194,7 +194,7 @@ def _with_projector(args: argparse.Namespace, model_path: Path, spec: Any) -> An
     if projector is None:
         return spec
     changes: dict[str, Any] = {"mmproj_path": str(projector)}
-    if args.no_mmproj_offload or (spec.mmproj_path and not spec.mmproj_offload):
+    if args.no_mmproj_offload or not spec.mmproj_offload:
         changes["mmproj_offload"] = False
     return spec.with_changes(**changes)
 
