@@ -9,7 +9,9 @@ import pytest
 
 from engine.models import paired_projector
 from loadout.cli import main
+from tests.engine.hub_fixtures import hub_fixture  # noqa: F401
 from tests.helpers.gguf_mmproj import VisionShape, write_vision_pair
+from tests.helpers.hub_server import HubServer
 from tests.planner.rigs import RTX_4090, rig
 
 
@@ -60,3 +62,23 @@ def _sizes(path: Path) -> list[tuple[str, int]]:
     from gguf import GGUFReader
 
     return [(t.name, int(t.n_bytes)) for t in GGUFReader(str(path)).tensors]
+
+
+def test_a_pull_downloads_the_projector_beside_the_model_and_serve_finds_it(
+        hub: HubServer, tmp_path: Path) -> None:
+    from engine.hub.downloads import Status, download, plan_download
+
+    model, projector = write_vision_pair(tmp_path / "src", stem="pixie")
+    repo = "someone/Pixie-GGUF"
+    hub.add_file(repo, "pixie-Q8_0.gguf", model)
+    hub.add_file(repo, "pixie-F16.gguf", model)
+    hub.add_file(repo, "mmproj-F16.gguf", projector)
+    hub.add_file(repo, "mmproj-F32.gguf", projector)
+    plan = plan_download(f"{repo}:Q8_0")
+    assert [i.remote.path for i in plan.items] == ["pixie-Q8_0.gguf", "mmproj-F16.gguf"]
+    assert plan.total_bytes == model.stat().st_size + projector.stat().st_size
+    assert [i.remote.path for i in plan_download(f"{repo}:Q8_0", with_projector=False)
+            .items] == ["pixie-Q8_0.gguf"]
+    result = download(plan)
+    assert result.status is Status.COMPLETE
+    assert paired_projector(result.model_path) == result.model_path.with_name("mmproj-F16.gguf")
