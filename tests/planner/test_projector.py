@@ -100,3 +100,14 @@ def test_a_projector_not_offloaded_lives_in_host_ram() -> None:
     assert p.projector is not None and p.projector.device == "host"
     assert host.projector_bytes == p.projector.total_bytes
     assert p.engine["mmproj_offload"] is False
+
+
+def test_a_request_with_a_projector_plans_it_through_plan() -> None:
+    from planner.plan import plan
+    from tests.planner import shapes as S
+    from tests.planner.rigs import RTX_4090, rig
+
+    p = plan(rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M"),
+             Request(context=4096, advise=False, projector=_gemma_projector()))
+    assert p.projector is not None and p.projector.device == "gpu0"
+    assert next(d for d in p.devices if d.id == "gpu0").projector_bytes > 0
