@@ -14,16 +14,17 @@ under by more than 2%. llama.cpp prints MiB with two decimals, so a part's error
 that rounding (0.005 MiB).
 
 TTFT: a synthetic vision pair (a 4-layer llama of width 512 and a projector of 1024
-patches) served by the real engine; one image prompt's TTFT measured (best of 3, the
-image differing each time so nothing is cached; the least disturbed run on a shared
-machine) next to the prediction: the text prompt's
-prefill at the planner's CPU figures, the image's tokens as prefill and its encoding
-(``planner.projector.image_ttft_s``).
+patches) planned on this machine with 2 threads (``planner.vision_plan``) and served by
+the real engine; one image prompt's TTFT measured (best of 3, the image differing each
+time so nothing is cached; the least disturbed run on a shared machine) next to the
+plan's: the text prompt's TTFT, the image's tokens at the planned prefill rate and its
+encoding (``planner.projector.image_ttft_s``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -60,7 +61,7 @@ class Row:
 
     @property
     def error_pct(self) -> float:
-        diff = self.predicted - self.measured
+        diff = float(self.predicted - self.measured)
         if abs(diff) <= ROUNDING:
             return 0.0
         diff -= ROUNDING if diff > 0 else -ROUNDING
@@ -122,12 +123,21 @@ def print_memory(rows: list[Row]) -> None:
 
 
 def ttft(folder: Path) -> tuple[float, float, dict[str, float]]:
-    """(predicted, measured median) TTFT of one image prompt, and the parts predicted."""
+    """(predicted, measured) TTFT of one image prompt, and the parts of each.
+
+    Predicted: the planner's plan of the pair on this machine (2 threads), with the
+    projector held in RAM: the text prompt's TTFT, the image's tokens at the plan's prefill
+    rate and the encoding at its CPU rate. Measured: the best of three image prompts (a
+    different image each time: nothing cached)."""
+    from dataclasses import replace
+
+    from engine.gguf_file import load_profile
     from engine.hardware import detect
     from engine.launch import LaunchSpec
     from engine.requests import MEDIA_MARKER, GenerationRequest, SamplingParams
     from engine.runtime import Engine
-    from planner.speed import CONSTANTS, core_scale
+    from planner.request import Request
+    from planner.vision_plan import plan_with_projector
     from tests.helpers.gguf_factory import Shape
     from tests.helpers.gguf_mmproj import png_bytes, write_vision_pair
 
@@ -137,26 +147,17 @@ def ttft(folder: Path) -> tuple[float, float, dict[str, float]]:
                  n_vocab=4096)
     model, projector = write_vision_pair(folder, shape, text, stem="bench-vision")
     threads = 2
-    inventory = detect()
-    cpu_flops = threads * CONSTANTS.cpu_core_gflops * core_scale(inventory) * 1e9
-    profile = load_projector(projector)
-    use = pj.place_projector(profile, "host", cpu_flops)
+    inventory = detect(measure=False)
+    inventory = replace(inventory, host=replace(inventory.host, cores=threads))
     spec = LaunchSpec(str(model), n_threads=threads, n_ctx=4096, n_batch=2048, n_ubatch=512,
                       mmproj_path=str(projector), mmproj_offload=False)
     params = SamplingParams(temperature=0.0, max_tokens=2, cache_prompt=False)
-    measured: list[float] = []
+    measured, encode, rates = [], [], []
     with Engine(spec) as engine:
         question = f"{MEDIA_MARKER}\nDescribe the picture."
         text_tokens = len(engine.tokenize(engine.render_chat(
             [{"role": "user", "content": question}]), add_special=False))
-        # the text model's own prefill speed, from a text prompt of the image's length (the
-        # best of three, as the image runs: on a shared machine the least disturbed run)
-        filler = " ".join(["word"] * (use.image_tokens // 2))
-        rates = [engine.submit(GenerationRequest(
-            messages=({"role": "user", "content": filler},), params=params)).result(300)
-            .metrics.prefill_tps or 1.0 for _ in range(3)]
-        prefill_tps = max(rates)
-        encode = []
+        filler = " ".join(["word"] * 512)
         for seed in range(3):
             final = engine.submit(GenerationRequest(
                 messages=({"role": "user", "content": question},),
@@ -164,12 +165,24 @@ def ttft(folder: Path) -> tuple[float, float, dict[str, float]]:
             assert final.metrics.ttft_s is not None and final.metrics.image_encode_s
             measured.append(final.metrics.ttft_s)
             encode.append(final.metrics.image_encode_s)
-    text_ttft = text_tokens / prefill_tps
-    predicted = pj.image_ttft_s(text_ttft, prefill_tps, use)
-    parts = {"text_prefill_s": text_ttft, "image_prefill_s": use.image_tokens / prefill_tps,
-             "encode_predicted_s": use.encode_s,
-             "encode_measured_s": min(encode), "prefill_tps": prefill_tps,
-             "image_tokens": float(use.image_tokens)}
+            rates.append(engine.submit(GenerationRequest(
+                messages=({"role": "user", "content": filler},), params=params))
+                .result(300).metrics.prefill_tps or 0.0)
+    plan = plan_with_projector(inventory, load_profile(model),
+                               Request(context=4096, prompt_tokens=text_tokens, advise=False),
+                               load_projector(projector), offload=False)
+    use = plan.projector
+    assert use is not None
+    predicted = pj.image_ttft_s(plan.predicted.ttft_s, plan.predicted.prefill_tps, use)
+    parts = {"text_ttft_predicted_s": plan.predicted.ttft_s,
+             "image_prefill_predicted_s": use.image_tokens / plan.predicted.prefill_tps,
+             "encode_predicted_s": use.encode_s, "encode_measured_s": min(encode),
+             "prefill_tps_predicted": plan.predicted.prefill_tps,
+             "prefill_tps_measured": max(rates), "image_tokens": float(use.image_tokens),
+             # the same sum with the text model's measured prefill rate: what the image's
+             # own pricing (its tokens, its encoding) misses, apart from the speed model's
+             "predicted_at_measured_prefill_s": pj.image_ttft_s(
+                 text_tokens / max(rates), max(rates), use)}
     return predicted, min(measured), parts
 
 
@@ -193,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"image prompt TTFT: predicted {predicted:.3f} s, measured {measured:.3f} s "
                   f"(best of 3), error {err:+.1f}%")
             print("  " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()))
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            print(f"  load average {load:.1f} on {os.cpu_count()} CPUs during the run")
     return 1 if misses else 0
 
 
