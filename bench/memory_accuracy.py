@@ -14,9 +14,10 @@ width, 128 experts, 152k vocabulary), at two contexts, three KV types and
 reads the buffer sizes from llama.cpp's own log (model, KV + RS, compute, output) and
 compares them with ``planner.memory.estimate``. The hybrid model (one NextN block) is also
 loaded with its MTP draft context (``+mtp`` rows: both contexts summed). llama.cpp prints
-MiB with two decimals, so each part's error allows that rounding (0.005 MiB). Goal: total
-within 3%, never under-predicting the total by more than 2%, each part within 5%. Exit
-code 1 if missed.
+MiB with two decimals, so each part's error allows that rounding (0.005 MiB). Vision
+projectors (LLaVA's and Gemma 3's, from ``bench/vision.py``) are compared too: weights
+and compute buffer. Goal: total within 3%, never under-predicting the total by more than
+2%, each part within 5%. Exit code 1 if missed.
 
 The weights are F16 (synthetic) and Q4_1 (demo), types the CPU backend does not repack.
 For Q4_0/Q4_K/IQ4_NL/... matrices it repacks into a ``CPU_REPACK`` buffer while the

@@ -48,6 +48,9 @@ SHAPES = {
                                n_ff=4096, n_layer=24, proj_hidden=4096, n_embd_text=4096),
     "vit-l14-448": VisionShape(image_size=448, patch_size=14, n_embd=1024, n_head=16,
                                n_ff=4096, n_layer=4, proj_hidden=4096, n_embd_text=4096),
+    "gemma3-tiny": VisionShape(kind="gemma3", image_size=64, patch_size=4),
+    "gemma3-896": VisionShape(kind="gemma3", image_size=896, patch_size=14, n_embd=1152,
+                              n_head=16, n_ff=4304, n_layer=4, n_embd_text=2560),
 }
 
 
@@ -91,7 +94,7 @@ def projector_rows(folder: Path) -> list[Row]:
     rows = []
     for name, shape in SHAPES.items():
         path = write_mmproj(folder / f"mmproj-{name}.gguf", shape,
-                            header_only=name != "tiny-test")
+                            header_only=name not in ("tiny-test", "gemma3-tiny"))
         profile = load_projector(path)
         for flash in (True, False):
             weights, compute = measure_projector(path, flash)

@@ -3,13 +3,15 @@ costs in TTFT, from its GGUF header alone.
 
 llama.cpp's ``--fit`` leaves the projector out of its sums (llama.cpp #18181); here it is
 priced. The compute buffer follows the ViT graph llama.cpp's clip library builds and the
-peak its graph allocator reaches (checked by ``bench/vision.py``): the larger of a
+peak its graph allocator reaches (checked by ``bench/vision.py`` for LLaVA's MLP and
+Gemma 3's projector). LLaVA's graph: the larger of a
 transformer block (the FFN's ``n_patches x n_ff`` floats plus three rows of width
 ``n_embd``, or without flash attention the ``n_patches^2 x n_head`` attention scores plus
 four rows, and the raw image beside them unless a row fits into its block) and the
 projector MLP (its hidden and output rows, the gathered patches and the raw image).
-Projector types whose graph differs (pooling, patch merging) get the same estimate with
-their own token count (``exact`` is False for them).
+The SigLIP graph (Gemma 3 and kin): the FFN's floats plus three rows, or the attention
+scores plus six. Other projector types get the LLaVA estimate with their own token count
+(``exact`` is False for them).
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from typing import Any
 from planner.gguf import GGUFHeader
 
 _F32 = 4
-# image tokens per image of projector types that pool to a fixed count
-_FIXED_TOKENS = {"gemma3": 256, "idefics3": 64, "llama4": 144}
+# projector types that shrink each side of the patch grid by a factor (the header's
+# clip.vision.projector.scale_factor, else llama.cpp's default for the type)
+_SCALED = {"gemma3": 4, "idefics3": 3, "llama4": 2, "internvl": 2}
+# types built by llama.cpp's SigLIP graph (the generic ViT builder, then their projector)
+_SIGLIP_GRAPH = frozenset({"gemma3", "idefics3", "lfm2", "janus_pro", "phi4"})
 # types whose patches merge 2x2 into one token
 _MERGE_2X2 = frozenset({"qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger", "glm4v",
-                        "ldp", "ldpv2", "glm_edge", "internvl", "pixtral", "kimivl"})
+                        "ldp", "ldpv2", "glm_edge", "pixtral", "kimivl"})
 
 
 @dataclass(frozen=True)
@@ -91,12 +96,17 @@ def projector_profile(header: GGUFHeader) -> ProjectorProfile:
     kind = str(meta.get("clip.projector_type") or meta.get("clip.vision.projector_type") or "")
     shapes = {t.name: t.shape for t in header.tensors}
     hidden = shapes.get("mm.0.weight", (0, 0))[1] if "mm.2.weight" in shapes else 0
-    out = shapes.get("mm.2.weight", (0, 0))[1] if "mm.2.weight" in shapes \
-        else _int(meta, "clip.vision.projection_dim")
+    if "mm.2.weight" in shapes:
+        out = shapes["mm.2.weight"][1]
+    elif "mm.input_projection.weight" in shapes:  # gemma3
+        out = shapes["mm.input_projection.weight"][0]
+    else:
+        out = _int(meta, "clip.vision.projection_dim")
     size, patch = _int(meta, "clip.vision.image_size"), _int(meta, "clip.vision.patch_size")
     side = size // max(1, patch)
-    if kind in _FIXED_TOKENS:
-        tokens = _FIXED_TOKENS[kind]
+    if kind in _SCALED:
+        scale = _int(meta, "clip.vision.projector.scale_factor") or _SCALED[kind]
+        tokens = (side // scale) ** 2
     elif kind in _MERGE_2X2:
         tokens = (side // 2) ** 2
     else:
@@ -108,7 +118,7 @@ def projector_profile(header: GGUFHeader) -> ProjectorProfile:
         n_head=max(1, _int(meta, "clip.vision.attention.head_count")),
         n_layer=_int(meta, "clip.vision.block_count"), image_size=size, patch_size=patch,
         proj_hidden=hidden, n_embd_text=out, image_tokens=tokens,
-        exact=kind in ("mlp", ""))
+        exact=kind in ("mlp", "", "gemma3"))
 
 
 def compute_bytes(p: ProjectorProfile, flash_attn: bool = True) -> int:
@@ -117,6 +127,9 @@ def compute_bytes(p: ProjectorProfile, flash_attn: bool = True) -> int:
     raw = p.image_size * p.image_size * 3 * _F32
     hidden = n * p.n_embd * _F32
     scores = n * p.n_ff if flash_attn else n * n * p.n_head  # the FFN's or attention's
+    if p.projector_type in _SIGLIP_GRAPH:
+        # the ViT builder (build_vit): Q, K and V made contiguous beside the scores
+        return scores * _F32 + (3 if flash_attn else 6) * hidden
     block = scores * _F32 + (3 if flash_attn else 4) * hidden
     # the raw image's block (or the patch convolution's, of the same size) stays apart
     # while a block runs unless a row of hidden states fits into it (measured)

@@ -94,3 +94,19 @@ def test_a_projector_for_another_width_fails_the_load(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="projector"):
         Engine(LaunchSpec(str(model), n_threads=1, n_ctx=256, warm_up=False,
                           mmproj_path=str(projector)))
+
+
+def test_a_gemma3_projector_decodes_its_image_with_non_causal_attention(
+        tmp_path: Path) -> None:
+    shape = VisionShape(kind="gemma3", image_size=64, patch_size=4)  # 16x16 patches, pool 4
+    model, projector = write_vision_pair(tmp_path, shape, Shape(n_layers=2, n_embd=64),
+                                         stem="tiny-gemma")
+    spec = LaunchSpec(str(model), n_threads=1, n_ctx=512, warm_up=False,
+                      mmproj_path=str(projector), mmproj_offload=False)
+    with Engine(spec) as eng:
+        assert eng.projector is not None and eng.vision_refusal is None
+        first = eng.submit(ask(png_bytes(50, 50, seed=8))).result(60)
+        assert first.finish_reason in ("stop", "length"), first.error
+        assert first.metrics.image_tokens == shape.image_tokens == 16
+        again = eng.submit(ask(png_bytes(50, 50, seed=8), "second")).result(60)
+        assert again.metrics.cached_tokens > first.metrics.image_tokens

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter
 
-from tests.helpers.gguf_factory import Shape, _aligned, write_llama
+from tests.helpers.gguf_factory import Shape, _aligned, write_gemma3, write_llama
 
 
 @dataclass(frozen=True)
@@ -30,16 +30,25 @@ class VisionShape:
     n_layer: int = 2
     proj_hidden: int = 64
     n_embd_text: int = 64
+    kind: str = "mlp"          # "mlp" (LLaVA) or "gemma3" (SigLIP, average pool, RMS norm)
+    scale_factor: int = 4      # gemma3: the pool's side
 
     @property
     def image_tokens(self) -> int:
         """Tokens one image becomes in the text model's sequence."""
+        side = self.image_size // self.patch_size
+        if self.kind == "gemma3":
+            side //= self.scale_factor
+        return side * side
+
+    @property
+    def n_patches(self) -> int:
         return (self.image_size // self.patch_size) ** 2
 
 
 def mmproj_tensors(v: VisionShape) -> list[tuple[str, tuple[int, ...], str]]:
     """The projector's tensor table (GGUF shapes, ne0 first)."""
-    n_pos = v.image_tokens
+    n_pos = v.n_patches
     out: list[tuple[str, tuple[int, ...], str]] = [
         ("v.patch_embd.weight", (v.patch_size, v.patch_size, 3, v.n_embd), "F16"),
         ("v.patch_embd.bias", (v.n_embd,), "F32"),
@@ -58,6 +67,12 @@ def mmproj_tensors(v: VisionShape) -> list[tuple[str, tuple[int, ...], str]]:
                 (f"{p}.ffn_up.bias", (v.n_ff,), "F32"),
                 (f"{p}.ffn_down.weight", (v.n_ff, v.n_embd), "F16"),
                 (f"{p}.ffn_down.bias", (v.n_embd,), "F32")]
+    if v.kind == "gemma3":
+        out += [("v.post_ln.weight", (v.n_embd,), "F32"),
+                ("v.post_ln.bias", (v.n_embd,), "F32"),
+                ("mm.soft_emb_norm.weight", (v.n_embd,), "F32"),
+                ("mm.input_projection.weight", (v.n_embd_text, v.n_embd), "F16")]
+        return out
     out += [("mm.0.weight", (v.n_embd, v.proj_hidden), "F16"),
             ("mm.0.bias", (v.proj_hidden,), "F32"),
             ("mm.2.weight", (v.proj_hidden, v.n_embd_text), "F16"),
@@ -78,7 +93,9 @@ def write_mmproj(path: Path, shape: VisionShape | None = None, seed: int = 1,
     rng = np.random.default_rng(seed)
     w = GGUFWriter(str(path), "clip")
     w.add_name("synthetic-mmproj")
-    w.add_string("clip.projector_type", "mlp")
+    w.add_string("clip.projector_type", v.kind)
+    if v.kind == "gemma3":
+        w.add_uint32("clip.vision.projector.scale_factor", v.scale_factor)
     w.add_bool("clip.has_vision_encoder", True)
     w.add_bool("clip.use_gelu", True)
     w.add_uint32("clip.vision.image_size", v.image_size)
@@ -96,7 +113,8 @@ def write_mmproj(path: Path, shape: VisionShape | None = None, seed: int = 1,
         return _write_header_only(w, path, v)
     for name, shape_, type_name in mmproj_tensors(v):
         arr = rng.standard_normal(tuple(reversed(shape_)), dtype=np.float32) * 0.05
-        if name.endswith(("ln1.weight", "ln2.weight", "pre_ln.weight")):
+        if name.endswith(("ln1.weight", "ln2.weight", "pre_ln.weight", "post_ln.weight",
+                          "soft_emb_norm.weight")):
             arr = np.ones_like(arr)
         w.add_tensor(name, arr.astype(np.float16 if type_name == "F16" else np.float32))
     w.write_header_to_file()
@@ -131,7 +149,8 @@ def write_vision_pair(folder: Path, shape: VisionShape | None = None,
     if t.n_embd != v.n_embd_text:
         raise ValueError("the projector's output width must be the text model's n_embd")
     folder.mkdir(parents=True, exist_ok=True)
-    model = write_llama(folder / f"{stem}-F16.gguf", t)
+    writer = write_gemma3 if v.kind == "gemma3" else write_llama
+    model = writer(folder / f"{stem}-F16.gguf", t)
     projector = write_mmproj(folder / f"mmproj-{stem}-F16.gguf", v)
     return model, projector
 

@@ -111,3 +111,11 @@ def test_a_request_with_a_projector_plans_it_through_plan() -> None:
              Request(context=4096, advise=False, projector=_gemma_projector()))
     assert p.projector is not None and p.projector.device == "gpu0"
     assert next(d for d in p.devices if d.id == "gpu0").projector_bytes > 0
+
+
+def test_gemma3_pools_its_patches_and_prices_the_siglip_graph() -> None:
+    p = pj.projector_profile(header("gemma3", 896, 14, 1152))
+    assert (p.n_patches, p.image_tokens) == (4096, 256)
+    hidden = 4096 * 1152 * 4
+    assert pj.compute_bytes(p, flash_attn=True) == 4096 * p.n_ff * 4 + 3 * hidden
+    assert pj.compute_bytes(p, flash_attn=False) == 4096**2 * 16 * 4 + 6 * hidden
