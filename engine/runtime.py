@@ -28,7 +28,7 @@ from engine.launch import LaunchSpec
 from engine.metrics import RequestTimer
 from engine.native.context import NativeContext
 from engine.native.model import NativeModel, llama
-from engine.native.projector import NativeProjector
+from engine.native.projector import ImageChunk, NativeProjector
 from engine.native.tokens import Vocab
 from engine.requests import Chunk, GenerationRequest, RequestHandle
 from engine.scheduler import Admission, Scheduler
@@ -267,6 +267,13 @@ class Engine:
         assert self.projector is not None and request.messages is not None
         text = self.render_chat(request.messages, request.tools, request.add_generation_prompt)
         parts = self.projector.tokenize(text, request.images)
+        ubatch = min(self.spec.n_ubatch, self.spec.n_batch)
+        for part in parts:
+            if isinstance(part, ImageChunk) and part.n_tokens > ubatch \
+                    and self.projector.non_causal(part):
+                raise ImageInputError(
+                    f"this model reads an image's {part.n_tokens} tokens at once, more than "
+                    f"the {ubatch}-token micro-batch it was loaded with (n_ubatch)")
         bos = self._vocab.bos if self._vocab.add_bos() and self._vocab.bos >= 0 else None
         return MediaPrompt.build(self.projector, parts, bos)
 

@@ -18,6 +18,9 @@ from planner.projector import ProjectorProfile, ProjectorUse, place_projector
 from planner.request import Request, Role
 from planner.speed import CONSTANTS, HOST, core_scale, gpu_flops
 
+# projector types whose image tokens the text model attends to all at once
+NON_CAUSAL = frozenset({"gemma3", "deepseek4v"})
+
 
 def _host_flops(inventory: Inventory) -> float:
     cores = max(1, inventory.host.cores)
@@ -47,6 +50,10 @@ def plan_with_projector(inventory: Inventory, profile: ModelProfile, request: Re
     second = plan(less, profile, request)
     devices = tuple(_with_projector(d, use) for d in second.devices)
     engine = dict(second.engine, mmproj_offload=use.device != HOST)
+    if projector.projector_type in NON_CAUSAL:
+        # the text model reads an image's tokens in one micro-batch (Gemma 3)
+        ubatch = max(int(engine.get("n_ubatch", 0)), projector.image_tokens)
+        engine.update(n_ubatch=ubatch, n_batch=max(int(engine.get("n_batch", 0)), ubatch))
     return replace(second, devices=devices, projector=use, engine=engine)
 
 

@@ -172,6 +172,11 @@ class NativeProjector:
                 raise ImageInputError("only images are supported, not audio")
         return out
 
+    def non_causal(self, image: ImageChunk) -> bool:
+        """Whether the text model reads this image's tokens all at once (Gemma 3): they
+        must then fit in one micro-batch."""
+        return bool(mtmd().mtmd_decode_use_non_causal(self.ptr, image.ptr))
+
     def encode(self, image: ImageChunk) -> Any:
         """Run the vision encoder on ``image``; returns the embeddings (valid until the next
         encode).

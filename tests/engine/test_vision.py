@@ -110,3 +110,14 @@ def test_a_gemma3_projector_decodes_its_image_with_non_causal_attention(
         assert first.metrics.image_tokens == shape.image_tokens == 16
         again = eng.submit(ask(png_bytes(50, 50, seed=8), "second")).result(60)
         assert again.metrics.cached_tokens > first.metrics.image_tokens
+
+
+def test_a_gemma3_image_larger_than_the_micro_batch_is_refused_clearly(
+        tmp_path: Path) -> None:
+    shape = VisionShape(kind="gemma3", image_size=64, patch_size=4)  # 16 image tokens
+    model, projector = write_vision_pair(tmp_path, shape, Shape(n_layers=2, n_embd=64),
+                                         stem="tiny-gemma")
+    spec = LaunchSpec(str(model), n_threads=1, n_ctx=512, n_batch=8, n_ubatch=8,
+                      warm_up=False, mmproj_path=str(projector), mmproj_offload=False)
+    with Engine(spec) as eng, pytest.raises(ImageInputError, match="micro-batch"):
+        eng.submit(ask(png_bytes(20, 20)))

@@ -86,6 +86,8 @@ def test_the_projector_has_its_room_on_the_main_gpu_before_the_model_is_placed()
     assert doc["projector"]["image_tokens"] == 256
     assert doc["projector"]["image_ttft_s"] > doc["predicted"]["ttft_s"]
     assert doc["engine"]["mmproj_offload"] is True
+    # Gemma 3 reads an image's 256 tokens in one micro-batch
+    assert doc["engine"]["n_ubatch"] >= 256 and doc["engine"]["n_batch"] >= 256
 
 
 def test_a_projector_not_offloaded_lives_in_host_ram() -> None:
