@@ -1699,6 +1699,10 @@
         <translation>演示模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
     <message>
+        <source>reads images</source>
+        <translation>可读图片</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已选择：{name}</translation>
     </message>

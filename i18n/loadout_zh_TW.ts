@@ -1699,6 +1699,10 @@
         <translation>示範模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
     <message>
+        <source>reads images</source>
+        <translation>可讀圖片</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已選擇：{name}</translation>
     </message>

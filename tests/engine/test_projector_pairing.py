@@ -82,3 +82,12 @@ def test_a_pull_downloads_the_projector_beside_the_model_and_serve_finds_it(
     result = download(plan)
     assert result.status is Status.COMPLETE
     assert paired_projector(result.model_path) == result.model_path.with_name("mmproj-F16.gguf")
+
+
+def test_the_library_lists_a_model_with_the_projector_it_reads_images_with(
+        tmp_path: Path) -> None:
+    from engine.hub.library import Root, Source, scan
+
+    model, projector = write_vision_pair(tmp_path / "models")
+    entries = scan([Root(tmp_path / "models", Source.LOADOUT)], read_headers=False)
+    assert [(e.path, e.projector) for e in entries] == [(model, projector)]
