@@ -121,3 +121,12 @@ def test_a_gemma3_image_larger_than_the_micro_batch_is_refused_clearly(
                       warm_up=False, mmproj_path=str(projector), mmproj_offload=False)
     with Engine(spec) as eng, pytest.raises(ImageInputError, match="micro-batch"):
         eng.submit(ask(png_bytes(20, 20)))
+
+
+def test_the_projector_memory_model_matches_llama_cpps_clip_loader(tmp_path: Path) -> None:
+    from bench import vision as bench
+
+    rows = bench.projector_rows(tmp_path)
+    assert {r.name for r in rows} >= {"vit-l14-336", "gemma3-896"}
+    assert all(r.measured > 0 for r in rows)
+    assert not bench.memory_misses(rows), bench.memory_misses(rows)
