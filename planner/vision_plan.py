@@ -48,6 +48,11 @@ def plan_with_projector(inventory: Inventory, profile: ModelProfile, request: Re
         less = replace(inventory, host=replace(
             host, ram_available_bytes=max(0, host.ram_available_bytes - use.total_bytes)))
     second = plan(less, profile, request)
+    raw = second.raw_predicted
+    if raw is not None and raw.prefill_tps > 0 and second.predicted.prefill_tps > 0:
+        # this machine's measured runs corrected prefill: the encoder's matmuls likewise
+        use = replace(use, encode_s=use.encode_s * raw.prefill_tps
+                      / second.predicted.prefill_tps)
     devices = tuple(_with_projector(d, use) for d in second.devices)
     engine = dict(second.engine, mmproj_offload=use.device != HOST)
     if projector.projector_type in NON_CAUSAL:

@@ -121,3 +121,24 @@ def test_gemma3_pools_its_patches_and_prices_the_siglip_graph() -> None:
     hidden = 4096 * 1152 * 4
     assert pj.compute_bytes(p, flash_attn=True) == 4096 * p.n_ff * 4 + 3 * hidden
     assert pj.compute_bytes(p, flash_attn=False) == 4096**2 * 16 * 4 + 6 * hidden
+
+
+def test_this_machines_measured_prefill_slows_the_encoder_alike() -> None:
+    from planner.machine_fit import RunSample, model_key, plan_regime
+    from planner.plan import plan
+    from planner.vision_plan import plan_with_projector
+    from tests.planner import shapes as S
+    from tests.planner.rigs import RTX_4090, rig
+
+    inv, model = rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M")
+    request = Request(context=4096, advise=False)
+    raw = plan_with_projector(inv, model, request, _gemma_projector())
+    regime = plan_regime(inv, model, plan(inv, model, request))
+    runs = tuple(RunSample(regime, model_key(model), prefill_ratio=0.25) for _ in range(5))
+    slow = plan_with_projector(inv, model, replace(request, machine_runs=runs),
+                               _gemma_projector())
+    assert slow.raw_predicted is not None
+    ratio = slow.raw_predicted.prefill_tps / slow.predicted.prefill_tps
+    assert ratio > 1.5
+    assert raw.projector is not None and slow.projector is not None
+    assert slow.projector.encode_s == pytest.approx(raw.projector.encode_s * ratio)
