@@ -155,7 +155,7 @@ def ttft(folder: Path) -> tuple[float, float, dict[str, float]]:
     spec = LaunchSpec(str(model), n_threads=threads, n_ctx=4096, n_batch=2048, n_ubatch=512,
                       mmproj_path=str(projector), mmproj_offload=False)
     params = SamplingParams(temperature=0.0, max_tokens=2, cache_prompt=False)
-    measured, encode, rates = [], [], []
+    measured, encode, rates, decode = [], [], [], []
     with Engine(spec) as engine:
         question = f"{MEDIA_MARKER}\nDescribe the picture."
         text_tokens = len(engine.tokenize(engine.render_chat(
@@ -168,24 +168,41 @@ def ttft(folder: Path) -> tuple[float, float, dict[str, float]]:
             assert final.metrics.ttft_s is not None and final.metrics.image_encode_s
             measured.append(final.metrics.ttft_s)
             encode.append(final.metrics.image_encode_s)
+            decode.append(final.metrics.image_decode_s or 0.0)
             rates.append(engine.submit(GenerationRequest(
                 messages=({"role": "user", "content": filler},), params=params))
                 .result(300).metrics.prefill_tps or 0.0)
-    plan = plan_with_projector(inventory, load_profile(model),
-                               Request(context=4096, prompt_tokens=text_tokens, advise=False),
-                               load_projector(projector), offload=False)
+    request = Request(context=4096, prompt_tokens=text_tokens, advise=False)
+    profile = load_profile(model)
+    plan = plan_with_projector(inventory, profile, request, load_projector(projector),
+                               offload=False)
     use = plan.projector
     assert use is not None
     predicted = pj.image_ttft_s(plan.predicted.ttft_s, plan.predicted.prefill_tps, use)
+    # the planner corrected by this machine's text runs of the same session, as the app's
+    # run records correct it (planner.machine_fit): the image's share is then priced alone
+    from planner.machine_fit import RunSample, model_key, plan_regime
+    from planner.plan import plan as plain_plan
+
+    regime = plan_regime(inventory, profile, plain_plan(inventory, profile, request))
+    runs = tuple(RunSample(regime, model_key(profile), prefill_ratio=r / plan.predicted
+                           .prefill_tps) for r in rates if r > 0)
+    fitted = plan_with_projector(inventory, profile, replace(request, machine_runs=runs),
+                                 load_projector(projector), offload=False)
+    assert fitted.projector is not None
     parts = {"text_ttft_predicted_s": plan.predicted.ttft_s,
              "image_prefill_predicted_s": use.image_tokens / plan.predicted.prefill_tps,
              "encode_predicted_s": use.encode_s, "encode_measured_s": min(encode),
+             "image_decode_measured_s": min(decode),
              "prefill_tps_predicted": plan.predicted.prefill_tps,
              "prefill_tps_measured": max(rates), "image_tokens": float(use.image_tokens),
              # the same sum with the text model's measured prefill rate: what the image's
              # own pricing (its tokens, its encoding) misses, apart from the speed model's
              "predicted_at_measured_prefill_s": pj.image_ttft_s(
-                 text_tokens / max(rates), max(rates), use)}
+                 text_tokens / max(rates), max(rates), use),
+             "predicted_calibrated_s": pj.image_ttft_s(
+                 fitted.predicted.ttft_s, fitted.predicted.prefill_tps, fitted.projector),
+             "encode_calibrated_s": fitted.projector.encode_s}
     return predicted, min(measured), parts
 
 

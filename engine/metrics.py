@@ -84,7 +84,8 @@ class RequestTimer:
                        tokens_per_step=per_step, speculation=self.speculation,
                        decode_overhead=overhead, images=self.images,
                        image_tokens=self.image_tokens,
-                       image_encode_s=self.image_encode_s if self.images else None)
+                       image_encode_s=self.image_encode_s if self.images else None,
+                       image_decode_s=self.image_decode_s if self.images else None)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class Metrics:
     images: int = 0
     image_tokens: int = 0
     image_encode_s: float | None = None  # inside prefill_s and TTFT
+    image_decode_s: float | None = None  # the images' embeddings into the cache (likewise)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
