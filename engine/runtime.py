@@ -140,6 +140,10 @@ class Engine:
         """Why this engine cannot take images (None when it can)."""
         if self.projector is None:
             return "the model was loaded without a vision projector (mmproj)"
+        drafters = sorted(set(self._scheduler.drafters) - {"ngram"})
+        if drafters:
+            # a drafter with its own cache would be fed the image's placeholder tokens
+            return f"images cannot be combined with the loaded {drafters[0]} drafter yet"
         return self.projector.refusal()
 
     @property

@@ -130,3 +130,14 @@ def test_the_projector_memory_model_matches_llama_cpps_clip_loader(tmp_path: Pat
     assert {r.name for r in rows} >= {"vit-l14-336", "gemma3-896"}
     assert all(r.measured > 0 for r in rows)
     assert not bench.memory_misses(rows), bench.memory_misses(rows)
+
+
+def test_images_are_refused_beside_a_draft_model(pair: tuple[Path, Path]) -> None:
+    model, projector = pair
+    spec = LaunchSpec(str(model), n_threads=1, n_ctx=256, warm_up=False, spec_mode="draft",
+                      draft_model_path=str(model), mmproj_path=str(projector),
+                      mmproj_offload=False)
+    with Engine(spec) as eng:
+        assert eng.vision_refusal is not None and "draft" in eng.vision_refusal
+        with pytest.raises(ImageInputError, match="drafter"):
+            eng.submit(ask(png_bytes(8, 8)))
