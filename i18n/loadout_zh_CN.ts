@@ -1790,6 +1790,10 @@
         <translation>只能靠从磁盘读取来运行。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
     </message>
     <message>
+        <source>Reads images: {tokens} tokens each, time to first token with one image {ttft}.</source>
+        <translation>可读图片：每张 {tokens} 个 token，附一张图片时首个 token 用时 {ttft}。</translation>
+    </message>
+    <message>
         <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
         <translation>已根据本机的 {runs} 次运行校准。原始预测：解码 {decode} t/s，预填充 {prefill} t/s，首 token 时间 {ttft}。</translation>
     </message>

@@ -1790,6 +1790,10 @@
         <translation>只能靠從磁碟讀取來執行。每個序列上下文 {context} × {parallel}，KV {kv}，推測解碼 {spec}。</translation>
     </message>
     <message>
+        <source>Reads images: {tokens} tokens each, time to first token with one image {ttft}.</source>
+        <translation>可讀圖片：每張 {tokens} 個 token，附一張圖片時首個 token 用時 {ttft}。</translation>
+    </message>
+    <message>
         <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
         <translation>已根據本機的 {runs} 次執行校準。原始預測：解碼 {decode} t/s，預填充 {prefill} t/s，首個 token 時間 {ttft}。</translation>
     </message>

@@ -60,6 +60,7 @@ def test_the_plan_shows_the_projector_on_the_memory_map(window: Any) -> None:
     assert segment.nbytes == doc["projector"]["weights_bytes"] + \
         doc["projector"]["compute_bytes"]
     assert window.engine.spec.mmproj_offload is False
+    assert "Reads images: 16 tokens each" in window.plan.fit_label.text()
 
 
 def test_a_pasted_picture_is_asked_about_and_shown_as_a_thumbnail(window: Any) -> None:
