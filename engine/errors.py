@@ -70,3 +70,8 @@ class DetectionCancelled(EngineError):
 
 class EngineBuildError(EngineError, RuntimeError):
     """An engine build cannot be activated (``llama_cpp`` already loaded from another)."""
+
+
+class ImageInputError(EngineError, ValueError):
+    """An image a request carries cannot be used: the model has no projector, or the bytes
+    are not an image llama.cpp can decode, or encoding it failed."""

@@ -18,6 +18,8 @@ from typing import Any
 from engine.metrics import Metrics
 from engine.speculative import SPEC_MODES
 
+# where an image sits in a message's text (llama.cpp's multimodal library's default marker)
+MEDIA_MARKER = "<__media__>"
 FINISH_REASONS = ("stop", "length", "loop", "cancelled", "error")
 LOOP_GUARD_MODES = ("stop", "retry", "off")
 
@@ -66,10 +68,14 @@ class GenerationRequest:
     tools: tuple[Mapping[str, Any], ...] | None = None
     params: SamplingParams = field(default_factory=SamplingParams)
     add_generation_prompt: bool = True
+    # image files (PNG, JPEG ...) in the order of the media markers in the messages' text
+    images: tuple[bytes, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("give exactly one of prompt or messages")
+        if self.images and self.messages is None:
+            raise ValueError("images go with chat messages, not a raw prompt")
 
 
 @dataclass(frozen=True)

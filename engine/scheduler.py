@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.errors import ImageInputError
 from engine.loop_guard import LoopGuard
 from engine.metrics import RequestTimer
 from engine.native.batch import Batch
@@ -29,6 +30,7 @@ from engine.native.tokens import Detokenizer, Vocab
 from engine.requests import Chunk, RequestHandle, SamplingParams
 from engine.speculative import Drafter, NgramDrafter, Run, SpecState
 from engine.stop_strings import StopMatcher
+from engine.vision import MediaPrompt, eval_due
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class Admission:
     handle: RequestHandle
     prompt: list[int]
     timer: RequestTimer
+    media: MediaPrompt | None = None  # the prompt's images (engine.vision)
 
 
 @dataclass
@@ -70,6 +73,7 @@ class Slot:
     retried: bool = False
     spec: SpecState | None = None
     drafts: list[int] = field(default_factory=list)  # in the batch after ``pending``
+    media: MediaPrompt | None = None
 
     @property
     def busy(self) -> bool:
@@ -129,6 +133,8 @@ class Scheduler:
             return
         reuse = common_prefix(slot.tokens, item.prompt) if params.cache_prompt else 0
         reuse = min(reuse, len(item.prompt) - 1)  # the last prompt token must be decoded
+        if item.media is not None:
+            reuse = item.media.align_reuse(reuse)
         for drafter in self.drafters.values():
             reuse = min(reuse, drafter.admit(slot.seq, reuse))
         if not self.ctx.seq_rm(slot.seq, reuse, -1):
@@ -156,6 +162,9 @@ class Scheduler:
             elif mode not in self.drafters:
                 slot.spec.turn_off(NOT_LOADED.get(mode, f"no {mode} drafter is loaded"))
         slot.drafts = []
+        slot.media = item.media
+        if slot.media is not None:
+            slot.spec = None  # drafters never see an image's decode
         slot.timer.speculation = slot.spec.label() if slot.spec is not None else None
 
     def _sampler(self, p: SamplingParams, **changes: float) -> SamplerChain:
@@ -196,8 +205,15 @@ class Scheduler:
             assert slot.timer is not None
             if slot.timer.prefill_start is None:
                 slot.timer.prefill_started()
+            limit = len(slot.prompt)
+            if slot.media is not None:
+                try:
+                    limit = eval_due(self.ctx, slot)
+                except ImageInputError as exc:
+                    self._finish(slot, "error", error=str(exc))
+                    continue
             start = slot.n_prompt_done
-            chunk = slot.prompt[start:start + batch.free_space]
+            chunk = slot.prompt[start:min(start + batch.free_space, limit)]
             last = start + len(chunk) == len(slot.prompt)
             runs.append(Run(slot.seq, batch.n_tokens, start, tuple(chunk)))
             index = batch.add_run(chunk, start, slot.seq, logits_last=last)
@@ -406,6 +422,9 @@ class Scheduler:
         slot.state, slot.handle, slot.sampler, slot.detok = "idle", None, None, None
         slot.pending, slot.guard, slot.params, slot.stops = None, None, None, None
         slot.spec = None
+        if slot.media is not None:
+            slot.media.free()
+            slot.media = None
 
     # -- status and teardown --------------------------------------------------------------
     def slot_status(self) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ from engine.server.api_common import RouteKit
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
 from engine.server.grammar_budget import BudgetExceeded
+from engine.server.images import fetch_image_urls
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.router_metrics import RouterMetrics
@@ -154,6 +155,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
     async def chat(request: Request) -> Response:
         body = await _read_json(request)
         _, served = state.require()
+        body = await fetch_image_urls(body, limits.images)
         parsed = await _parse(oa.parse_chat, body, served, limits)
         await _probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "messages")

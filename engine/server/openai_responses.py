@@ -47,6 +47,9 @@ def timings_json(m: Metrics, loop_guard: str | None = None) -> dict[str, Any]:
     if m.drafted_tokens:
         doc.update(acceptance=m.acceptance, drafted_tokens=m.drafted_tokens,
                    accepted_tokens=m.accepted_tokens, tokens_per_step=m.tokens_per_step)
+    if m.images:
+        doc.update(images=m.images, image_tokens=m.image_tokens,
+                   image_encode_s=m.image_encode_s, image_decode_s=m.image_decode_s)
     if loop_guard:
         doc["loop_guard"] = loop_guard
     return doc

@@ -19,12 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.requests import GenerationRequest, SamplingParams
+from engine.requests import MEDIA_MARKER, GenerationRequest, SamplingParams
 from engine.server import grammar as gbnf
 from engine.server import request_model as rm
 from engine.server import tools as toolcalls
 from engine.server.errors import ApiError, bad
 from engine.server.grammar_budget import BudgetExceeded, check_gbnf
+from engine.server.images import DEFAULT_IMAGE_LIMITS, ImageLimits, decode_data_url, part_url
 from engine.speculative import SPEC_MODES
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class ServedModel:
         template_tools: the chat template renders ``tools`` itself.
         spec_modes: the speculation modes a request may choose.
         spec_refusal: why this model cannot speculate at all (None when it can).
+        vision_refusal: why requests with images are refused (None: the model takes them).
         created: the Unix time shown for the model.
     """
 
@@ -56,6 +58,7 @@ class ServedModel:
     template_tools: bool = False
     spec_modes: tuple[str, ...] = ("off", "ngram")
     spec_refusal: str | None = None
+    vision_refusal: str | None = "the model was loaded without a vision projector (mmproj)"
     created: int = field(default_factory=lambda: int(time.time()))
 
     def accepts(self, name: str) -> bool:
@@ -288,15 +291,28 @@ def _response_format_grammar(body: Mapping[str, Any], limits: rm.RequestLimits
 # ---------------------------------------------------------------- chat
 
 
-def _message_content(msg: Mapping[str, Any], index: int) -> str | None:
+def _message_content(msg: Mapping[str, Any], index: int,
+                     images: list[bytes] | None = None,
+                     limits: ImageLimits = DEFAULT_IMAGE_LIMITS) -> str | None:
+    """The text of a message's content; ``image_url`` parts become the engine's media
+    marker, their bytes appended to ``images`` (None: images are refused)."""
     content = msg.get("content")
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
         texts = []
-        for part in content:
+        for j, part in enumerate(content):
+            if isinstance(part, Mapping) and part.get("type") == "image_url" \
+                    and images is not None:
+                where = f"messages[{index}].content[{j}].image_url"
+                if len(images) >= limits.max_images:
+                    raise bad(f"at most {limits.max_images} images per request", "messages",
+                              "too_many_images")
+                images.append(decode_data_url(part_url(part, where), where, limits))
+                texts.append(MEDIA_MARKER)
+                continue
             if not isinstance(part, Mapping) or part.get("type") not in ("text", "refusal"):
-                raise bad("only text content parts are supported",
+                raise bad("only text and image_url content parts are supported",
                           f"messages[{index}].content", "unsupported_value")
             text = part.get("text", part.get("refusal"))
             if not isinstance(text, str):
@@ -308,7 +324,8 @@ def _message_content(msg: Mapping[str, Any], index: int) -> str | None:
               f"messages[{index}].content", "invalid_type")
 
 
-def _messages(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def _messages(body: Mapping[str, Any], images: list[bytes] | None = None,
+              limits: ImageLimits = DEFAULT_IMAGE_LIMITS) -> tuple[dict[str, Any], ...]:
     raw = body.get("messages")
     if raw is None:
         raise bad("'messages' is required", "messages", "missing_required_parameter")
@@ -322,7 +339,7 @@ def _messages(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         if role not in ROLES:
             raise bad(f"messages[{i}].role must be one of {', '.join(sorted(ROLES))}",
                       f"messages[{i}].role")
-        content = _message_content(msg, i)
+        content = _message_content(msg, i, images, limits)
         item: dict[str, Any] = {"role": "system" if role == "developer" else role,
                                 "content": content or ""}
         for key in ("name", "tool_calls", "tool_call_id"):
@@ -386,7 +403,11 @@ def parse_chat(body: Any, model: ServedModel,
     body = rm.check_body(body, rm.CHAT_FIELDS, limits)
     _check_model(body, model)
     _unsupported(body)
-    messages = _messages(body)
+    images: list[bytes] = []
+    messages = _messages(body, images, limits.images)
+    if images and model.vision_refusal is not None:
+        raise bad(f"this model cannot take images: {model.vision_refusal}", "messages",
+                  "images_not_supported")
     tools, choice = _tools(body)
     stream = _boolean(body, "stream")
     grammar = _response_format_grammar(body, limits)
@@ -417,7 +438,8 @@ def parse_chat(body: Any, model: ServedModel,
             raise bad("'stream_options' must be an object", "stream_options", "invalid_type")
         include_usage = _boolean(stream_options, "include_usage")
     params = _sampling(body, model, grammar, limits)
-    generation = GenerationRequest(messages=messages, tools=template_tools, params=params)
+    generation = GenerationRequest(messages=messages, tools=template_tools, params=params,
+                                   images=tuple(images))
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
                          tools=tools if choice != "none" else (),
                          user_grammar=params.grammar is not None,

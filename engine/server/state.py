@@ -120,7 +120,9 @@ class ServerState:
                                   n_ctx_per_seq=engine.n_ctx_per_seq,
                                   template_tools=template_renders_tools(engine),
                                   spec_modes=engine.speculation_modes,
-                                  spec_refusal=engine.speculation_refusal)
+                                  spec_refusal=engine.speculation_refusal,
+                                  vision_refusal=getattr(engine, "vision_refusal",
+                                                         "this engine takes no images"))
         self.load_progress = 1.0
         self.engine = engine
 

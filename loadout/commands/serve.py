@@ -66,6 +66,22 @@ def register(sub: Any) -> None:
                    help="skip the planner: every layer on the default device, f16 KV")
     p.add_argument("--no-warmup", action="store_true",
                    help="skip the warm-up decode after the load")
+    p.add_argument("--mmproj", type=Path, default=None, metavar="FILE",
+                   help="the model's vision projector (mmproj GGUF); default: the one "
+                        "beside the model, if any")
+    p.add_argument("--no-mmproj", action="store_true",
+                   help="load no projector, even when one lies beside the model")
+    p.add_argument("--no-mmproj-offload", action="store_true",
+                   help="keep the projector on the CPU")
+    p.add_argument("--allow-image-urls", action="store_true",
+                   help="fetch http(s) image URLs in requests (default: data URLs only)")
+    p.add_argument("--image-url-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds one image download may take")
+    p.add_argument("--max-images", type=int, default=8, help="images per request")
+    p.add_argument("--max-image-bytes", type=int, default=5 * 1024 * 1024,
+                   help="size of one image file")
+    p.add_argument("--max-image-pixels", type=int, default=4096 * 4096,
+                   help="width x height of one image")
     p.add_argument("--alias", action="append", default=[],
                    help="another name accepted as the request's model (repeatable)")
     p.add_argument("--ready-json", action="store_true",
@@ -100,11 +116,14 @@ def _planned(args: argparse.Namespace, model_path: Path, failed: Any = ()) -> An
 
     pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
             "kv_type": args.kv_type.lower() if args.kv_type else None}
+    projector = _projector_path(args, model_path)
     return plan_launch(str(model_path), context=max(64, args.ctx),
                        parallel=max(1, args.parallel), n_threads=args.threads, overrides=pins,
                        workers=worker_list(args.workers), attempt=failed.host_attempt
                        if failed else 0,
-                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else ())
+                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else (),
+                       mmproj_path=str(projector) if projector else None,
+                       mmproj_offload=not args.no_mmproj_offload)
 
 
 def _replan(args: argparse.Namespace, model_path: Path, first: Any) -> Any:
@@ -158,6 +177,7 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
 
     from engine.server.connections import ConnectionLimits
     from engine.server.grammar_budget import DEFAULT_LIMITS
+    from engine.server.images import ImageLimits
     from engine.server.request_model import DEFAULT_REQUEST_LIMITS
 
     grammar = dataclasses.replace(DEFAULT_LIMITS, max_grammar_bytes=args.max_grammar_bytes,
@@ -166,10 +186,39 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
                                  max_stop_chars=args.max_stop_chars, grammar=grammar)
     if args.max_tokens is not None:
         limits = dataclasses.replace(limits, max_tokens=max(1, args.max_tokens))
+    images = ImageLimits(max_images=max(0, args.max_images),
+                         max_bytes=max(1, args.max_image_bytes),
+                         max_pixels=max(1, args.max_image_pixels),
+                         allow_urls=args.allow_image_urls,
+                         fetch_timeout_s=max(0.1, args.image_url_timeout))
+    limits = dataclasses.replace(limits, images=images)
     conn = ConnectionLimits(max_connections=max(1, args.max_connections),
                             header_timeout_s=args.header_timeout,
                             body_timeout_s=args.body_timeout)
     return limits, conn
+
+
+def _projector_path(args: argparse.Namespace, model_path: Path) -> Path | None:
+    """--mmproj, else the projector paired with the model in its folder (none with
+    --no-mmproj)."""
+    from engine.models import paired_projector
+
+    if args.no_mmproj:
+        return None
+    return args.mmproj or paired_projector(model_path)
+
+
+def _with_projector(args: argparse.Namespace, model_path: Path, spec: Any) -> Any:
+    """The spec with the model's projector (the plan's placement of it when planned)."""
+    if args.no_mmproj:
+        return spec.with_changes(mmproj_path=None)
+    projector = _projector_path(args, model_path)
+    if projector is None:
+        return spec
+    changes: dict[str, Any] = {"mmproj_path": str(projector)}
+    if args.no_mmproj_offload or not spec.mmproj_offload:
+        changes["mmproj_offload"] = False
+    return spec.with_changes(**changes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -199,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
     spec, plan = _spec_and_plan(args, path)
+    spec = _with_projector(args, path, spec)
     if args.no_warmup:
         spec = spec.with_changes(warm_up=False)
     # the key from the environment (how the desktop app passes it), never left there

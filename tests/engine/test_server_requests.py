@@ -70,6 +70,8 @@ def test_aliases_name_the_same_model_and_anything_else_is_404() -> None:
     (_chat(messages="hi"), "messages"),
     (_chat(messages=[{"role": "robot", "content": "x"}]), "messages[0].role"),
     (_chat(messages=[{"role": "user", "content": [{"type": "image_url"}]}]),
+     "messages[0].content[0].image_url"),
+    (_chat(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]),
      "messages[0].content"),
     (_chat(temperature=-1), "temperature"),
     (_chat(temperature=float("nan")), "temperature"),
