@@ -50,6 +50,7 @@ class LayerShape:
     # (these bytes) to the device for attention
     kv_host_k: int = 0
     kv_host_v: int = 0
+    attn_copy: int = 0          # bytes of the q/k/v/o projections copied in (op offload)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ class GraphParams:
     # per device, the largest tensor its kernels take (Vulkan: maxStorageBufferRange);
     # ggml's scheduler runs an op with a larger source or result on the CPU instead
     op_limits: tuple[tuple[str, int], ...] = ()
+    # devices whose backend reorders each split's nodes before allocation (Vulkan's
+    # ``ggml_vk_graph_optimize``: independent nodes within 20 of the next are run next)
+    reorder_devices: tuple[str, ...] = ()
 
 
 class _Builder:
@@ -88,7 +92,11 @@ class _Builder:
         self.layers = layers
         self._inputs: dict[tuple[str, str], Tensor] = {}
         self._copies: list[tuple[int, str]] = []
+        self._wo: Tensor | None = None
         self.tokens = self.g.input(p.n_tokens * I32, p.input_device)
+        # the embeddings input (a batch may bring embeddings instead of tokens): a graph
+        # input of the CPU backend that nothing reads here, so it is never freed
+        self.g.leafs.append(self.g.input(p.n_embd * p.n_tokens * F32, "host"))
 
     def inp(self, name: str, dev: str) -> Tensor | None:
         """A graph input as the device ``dev`` sees it (the scheduler copies inputs into
@@ -102,21 +110,36 @@ class _Builder:
                 "mask_swa": self._mask_cells(True) * t * (F16 if p.flash else F32),
                 "k_idxs": t * I64,
                 "v_idxs": (t if p.flash else t * max(p.v_trans_width, 1)) * I64,
+                "k_idxs_swa": t * I64,
+                "v_idxs_swa": (t if p.flash else t * max(p.v_trans_width, 1)) * I64,
                 "out_ids": p.n_outputs * I32,
                 "k_rot": p.k_rot * p.k_rot * F32,
                 "v_rot": p.v_rot * p.v_rot * F32,
             }[name]
             if size == 0:
                 return None
-            self._inputs[key] = self.g.input(size, dev)
-            if dev != "host" and (name, "host") not in self._inputs:
+            if dev == "host":
+                self._inputs[key] = self.g.input(size, dev)
+            else:
                 # the scheduler keeps every graph input in the CPU backend's buffer and
-                # copies it to each device that reads it; the host's copy is freed after
-                # the first such copy (here) unless the host reads it later itself
-                self._inputs[(name, "host")] = host = self.g.input(size, "host")
-                self.g.leafs.append(host)
-                self.g.expand(self.g.op(0, dev, host))
+                # copies it to each device that reads it, at the start of the split that
+                # first reads it; the host's copy is freed after the first such copy
+                # unless the host reads it later itself
+                host = self._inputs.get((name, "host"))
+                if host is None:
+                    self._inputs[(name, "host")] = host = self.g.input(size, "host")
+                    self.g.leafs.append(host)
+                self._inputs[key] = self.g.copy(size, dev, host)
         return self._inputs[key]
+
+    def _idxs(self, kv: str, s: LayerShape) -> str:
+        """The cache-row index input of ``s``'s cache: a model with both SWA and full
+        blocks has two caches, each with its own (``llm_graph_input_attn_kv_iswa``)."""
+        return f"{kv}_idxs_swa" if s.swa and self._iswa() else f"{kv}_idxs"
+
+    def _iswa(self) -> bool:
+        """Whether the model has both SWA and full-attention blocks (two caches)."""
+        return bool(self._mask_cells(True) and self._mask_cells(False))
 
     def _mask_cells(self, swa: bool) -> int:
         return max((s.n_kv for s in self.layers if s.kind == "attn" and s.swa == swa),
@@ -124,50 +147,70 @@ class _Builder:
 
     def move(self, x: Tensor, dev: str) -> Tensor:
         """The hidden state on ``dev``: a copy when it crosses devices."""
-        return x if x.device == dev else self.g.op(x.size, dev, x)
+        return x if x.device == dev else self.g.copy(x.size, dev, x)
 
-    def norm(self, x: Tensor, dev: str) -> Tensor:
-        n = self.g.op(x.size, dev, x, inplace=True)       # rms_norm
-        return self.g.op(n.size, dev, n, inplace=True)    # * weight
+    def norm(self, x: Tensor, dev: str, size: int = 0) -> Tensor:
+        """rms_norm and its weight; ``size`` for the norm of a view (which has none of
+        its own: the norm then gets new memory, its weight multiply runs in place)."""
+        n = self.g.op(size or x.size, dev, x, inplace=True)   # rms_norm
+        return self.g.op(n.size, dev, n, inplace=True)        # * weight
 
-    def attention(self, x: Tensor, s: LayerShape) -> Tensor:
+    def attention(self, x: Tensor, s: LayerShape, early: Tensor | None = None) -> Tensor:
+        """Self-attention of one block; ``early``, a node a reordering backend runs
+        before the attention proper (it reads nothing attention computes)."""
         g, p, t, dev = self.g, self.p, self.p.n_tokens, s.device
         pos = self.inp("pos", dev)
         k_rot, v_rot = self.inp("k_rot", dev), self.inp("v_rot", dev)
         q_width = s.n_head * s.head_dim_k * (2 if s.gated_attn else 1)
-        q_full = g.op(q_width * t * F32, dev, x)
+        widths = (q_width, s.n_head_kv * s.head_dim_v, s.n_head_kv * s.head_dim_k,
+                  s.n_head * s.head_dim_v)  # q, v, k, o: a host weight's copy is its share
+        wq, wv, wk, self._wo = (self.g.copy(s.attn_copy * w // sum(widths), dev, self.tokens,
+                                            weight=True) if s.attn_copy else None
+                                for w in widths)
+        q_full = g.op(q_width * t * F32, dev, x, wq)
+        q_size, k_size = s.n_head * s.head_dim_k * t * F32, s.n_head_kv * s.head_dim_k * t * F32
         q = g.view(q_full, contiguous=not s.gated_attn)
+        v_mm = g.op(s.n_head_kv * s.head_dim_v * t * F32, dev, x, wv)
+        k_mm = g.op(k_size, dev, x, wk)
+        if dev in self.p.reorder_devices and not s.kv_host_k:
+            # the three projections read the same input: a reordering backend runs them
+            # together, before Q's norm and rope (a host layer run by the device has a
+            # split per copied weight, which nothing is moved across)
+            for node in (q_full, k_mm, v_mm) if self._iswa() else (q_full, v_mm, k_mm):
+                g.expand(node)
+        if s.qk_norm:  # the norm of the reshaped projection; rope then runs in place on it
+            q = self.norm(q, dev, q_size)
+        q = g.op(q_size, dev, q, pos, inplace=True)   # rope (new memory on a reshape)
+        v = g.view(v_mm)
+        k = g.view(k_mm)
         if s.qk_norm:
-            q = self.norm(q, dev)
-        q = g.op(s.n_head * s.head_dim_k * t * F32, dev, g.view(q), pos, inplace=True)
-        v = g.view(g.op(s.n_head_kv * s.head_dim_v * t * F32, dev, x))
-        k = g.view(g.op(s.n_head_kv * s.head_dim_k * t * F32, dev, x))
-        if s.qk_norm:
-            k = self.norm(k, dev)
-        k = g.op(k.size, dev, k, pos, inplace=True)   # rope
+            k = self.norm(k, dev, k_size)
+        k = g.op(k_size, dev, k, pos, inplace=True)   # rope
         if k_rot is not None:
             q = g.view(g.op(q.size, dev, k_rot, g.view(q)))
             k = g.view(g.op(k.size, dev, k_rot, g.view(k)))
         if v_rot is not None:
             v = g.view(g.op(v.size, dev, v_rot, g.view(v)))
-        g.expand(q)
-        g.expand(v)
-        g.expand(k)
+        # build_attn adds q, v, k in that order; its SWA + full variant q, k, v
+        for node in (q, k, v) if self._iswa() else (q, v, k):
+            g.expand(node)
         k_cache = v_cache = None
         if s.kv_host_k:
             k, v = g.op(k.size, "host", k), g.op(v.size, "host", v)
-            g.expand(g.view(None, k, self.inp("k_idxs", "host")))
-            g.expand(g.view(None, v, self.inp("v_idxs", "host")))
-            k_cache, v_cache = g.op(s.kv_host_k, dev, k), g.op(s.kv_host_v, dev, v)
+            g.expand(g.view(None, k, self.inp(self._idxs("k", s), "host")))
+            g.expand(g.view(None, v, self.inp(self._idxs("v", s), "host")))
+            k_cache, v_cache = g.copy(s.kv_host_k, dev, k), g.copy(s.kv_host_v, dev, v)
         else:
-            g.expand(g.view(None, k, self.inp("k_idxs", dev)))  # set_rows into the K cache
-            g.expand(g.view(None, v, self.inp("v_idxs", dev)))  # ... and the V cache
+            g.expand(g.view(None, k, self.inp(self._idxs("k", s), dev)))  # into the K cache
+            g.expand(g.view(None, v, self.inp(self._idxs("v", s), dev)))  # ... and V
+        if early is not None:
+            g.expand(early)
         adev = s.attn_device or dev
         mask = self.inp("mask_swa" if s.swa else "mask_full", adev)
         qp = g.view(self.move(q, adev), contiguous=False)  # permute
         dev = adev
         if p.flash:
-            out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, mask, k_cache, v_cache)
+            out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, k_cache, v_cache, mask)
         else:
             kq = g.op(s.n_kv * t * s.n_head * F32, dev, qp, k_cache)
             kq = g.op(kq.size, dev, kq, mask, inplace=True)  # soft_max_ext
@@ -185,7 +228,7 @@ class _Builder:
                         g.view(q_full, contiguous=False))
             sig = g.op(gate.size, dev, gate, inplace=True)
             out = g.op(out.size, dev, g.view(out), sig, inplace=True)
-        return g.op(self.p.n_embd * t * F32, dev, out)     # wo
+        return g.op(self.p.n_embd * t * F32, dev, out, self._wo)     # wo
 
     def recurrent(self, x: Tensor, s: LayerShape) -> Tensor:
         g, t, dev = self.g, self.p.n_tokens, s.device
@@ -235,7 +278,7 @@ class _Builder:
         if not self._copies:
             return None
         size, dev = self._copies.pop(0)
-        return self.g.op(size, dev, self.tokens)
+        return self.g.copy(size, dev, self.tokens, weight=True)
 
     def start_copies(self, s: LayerShape) -> None:
         """Host-resident weights the scheduler copies in when a GPU runs the layer's
@@ -264,12 +307,20 @@ class _Builder:
             self.start_copies(s)
             cur = self.norm(inp, dev)
             g.expand(cur)
-            cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(cur, s)
+            last = i == len(layers) - 1 and with_output and not p.late_rows
+            rows = None  # the residual's output rows: they read only the block's input, so
+            # a reordering backend picks them before attention (it looks 20 nodes ahead:
+            # a gated attention's extra nodes put them out of its reach)
+            if (last and dev in p.reorder_devices and s.kind == "attn" and not s.kv_host_k
+                    and not s.gated_attn):
+                rows = g.op(p.n_embd * p.n_outputs * F32, dev, inp, self.inp("out_ids", dev))
+            cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(
+                cur, s, rows)
             t = p.n_tokens
-            if i == len(layers) - 1 and with_output and not p.late_rows:
+            if last:
                 out_ids = self.inp("out_ids", dev)
                 cur = g.op(p.n_embd * p.n_outputs * F32, dev, cur, out_ids)
-                inp = g.op(p.n_embd * p.n_outputs * F32, dev, inp, out_ids)
+                inp = rows or g.op(p.n_embd * p.n_outputs * F32, dev, inp, out_ids)
                 t = p.n_outputs
             if s.post_norms:
                 cur = self.norm(cur, dev)
@@ -316,8 +367,4 @@ def compute_bytes(layers: tuple[LayerShape, ...], params: GraphParams,
     Returns ``(device, bytes)`` pairs for every device that holds part of the graph.
     """
     graph = _Builder(params, layers).build(layers, with_output)
-    # llama.cpp keeps the largest of several reserve passes (prompt graph, token graph,
-    # prompt graph again); the replay matches the last one (checked against the offsets of
-    # a traced prompt batch), the earlier prompt pass peaks one hidden-state block higher
-    headroom = params.n_embd * params.n_tokens * F32
-    return tuple(sorted((dev, size + headroom) for dev, size in graph.allocate().items()))
+    return tuple(sorted(graph.allocate().items()))

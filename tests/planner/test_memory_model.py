@@ -192,8 +192,9 @@ def test_experts_left_in_ram_are_copied_in_for_prompt_batches(
     split = estimate(m, config, Placement(("gpu0",) * n, ("host",) * n, output_device="gpu0"))
     expert_tensor = m.layers[0].bytes_of(TensorKind.EXPERTS) // 3  # 8 MiB of f16
     # each copy lives from its matmul's split to the matmul: it may land in memory the
-    # logits reuse later, but never lowers the peak
-    assert split[1].compute_bytes >= on_gpu[1].compute_bytes
+    # logits reuse later, but never lowers the peak by more than where the graph inputs'
+    # small copies land (each at the start of the split that first reads it)
+    assert split[1].compute_bytes >= on_gpu[1].compute_bytes - 64 * 1024
     assert split[1].compute_bytes >= expert_tensor
     # one copy at a time: a copy far larger than the graph's tensors is counted once
     from planner.compute_buffer import GraphParams, LayerShape, compute_bytes
