@@ -93,6 +93,7 @@ class _Builder:
         self._inputs: dict[tuple[str, str], Tensor] = {}
         self._copies: list[tuple[int, str]] = []
         self._wo: Tensor | None = None
+        self._norm_copies = False
         self.tokens = self.g.input(p.n_tokens * I32, p.input_device)
         # the embeddings input (a batch may bring embeddings instead of tokens): a graph
         # input of the CPU backend that nothing reads here, so it is never freed
@@ -149,11 +150,14 @@ class _Builder:
         """The hidden state on ``dev``: a copy when it crosses devices."""
         return x if x.device == dev else self.g.copy(x.size, dev, x)
 
-    def norm(self, x: Tensor, dev: str, size: int = 0) -> Tensor:
+    def norm(self, x: Tensor, dev: str, size: int = 0, width: int = 0) -> Tensor:
         """rms_norm and its weight; ``size`` for the norm of a view (which has none of
-        its own: the norm then gets new memory, its weight multiply runs in place)."""
+        its own: the norm then gets new memory, its weight multiply runs in place).
+        In a host block run by a device the ``width`` f32 weight is copied in."""
         n = self.g.op(size or x.size, dev, x, inplace=True)   # rms_norm
-        return self.g.op(n.size, dev, n, inplace=True)        # * weight
+        copy = (self.g.copy((width or self.p.n_embd) * F32, dev, self.tokens, weight=True)
+                if self._norm_copies else None)
+        return self.g.op(n.size, dev, n, copy, inplace=True)  # * weight
 
     def attention(self, x: Tensor, s: LayerShape, early: Tensor | None = None) -> Tensor:
         """Self-attention of one block; ``early``, a node a reordering backend runs
@@ -179,12 +183,12 @@ class _Builder:
             for node in (q_full, k_mm, v_mm) if self._iswa() else (q_full, v_mm, k_mm):
                 g.expand(node)
         if s.qk_norm:  # the norm of the reshaped projection; rope then runs in place on it
-            q = self.norm(q, dev, q_size)
+            q = self.norm(q, dev, q_size, s.head_dim_k)
         q = g.op(q_size, dev, q, pos, inplace=True)   # rope (new memory on a reshape)
         v = g.view(v_mm)
         k = g.view(k_mm)
         if s.qk_norm:
-            k = self.norm(k, dev, k_size)
+            k = self.norm(k, dev, k_size, s.head_dim_k)
         k = g.op(k_size, dev, k, pos, inplace=True)   # rope
         if k_rot is not None:
             q = g.view(g.op(q.size, dev, k_rot, g.view(q)))
@@ -305,6 +309,7 @@ class _Builder:
             dev = s.device
             inp = self.move(inp, dev)
             self.start_copies(s)
+            self._norm_copies = bool(s.attn_copy)
             cur = self.norm(inp, dev)
             g.expand(cur)
             last = i == len(layers) - 1 and with_output and not p.late_rows
@@ -331,6 +336,7 @@ class _Builder:
             if s.post_norms:
                 cur = self.norm(cur, dev)
             inp = g.op(cur.size, dev, cur, res, inplace=True)
+        self._norm_copies = False
         if with_output and p.late_rows:
             g.mark_output(inp)                              # t_h_nextn is kept
             inp = g.op(p.n_embd * p.n_outputs * F32, inp.device, inp,
