@@ -314,13 +314,18 @@ class _Builder:
             g.expand(cur)
             last = i == len(layers) - 1 and with_output and not p.late_rows
             rows = None  # the residual's output rows: they read only the block's input, so
-            # a reordering backend picks them before attention (it looks 20 nodes ahead:
-            # a gated attention's extra nodes put them out of its reach)
-            if (last and dev in p.reorder_devices and s.kind == "attn" and not s.kv_host_k
+            # a reordering backend runs them as early as their split allows: before
+            # attention, or (a host block run by the device, a split per copied weight)
+            # right after the output projection. It looks 20 nodes ahead: a gated
+            # attention's extra nodes put them out of its reach
+            if (last and dev in p.reorder_devices and s.kind == "attn"
                     and not s.gated_attn):
                 rows = g.op(p.n_embd * p.n_outputs * F32, dev, inp, self.inp("out_ids", dev))
             cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(
-                cur, s, rows)
+                cur, s, None if s.kv_host_k else rows)
+            if rows is not None and s.kv_host_k:
+                g.expand(cur)
+                g.expand(rows)
             t = p.n_tokens
             if last:
                 out_ids = self.inp("out_ids", dev)
@@ -348,9 +353,10 @@ class _Builder:
             too_big = size > dict(p.op_limits).get(head_dev, size)
             copy = None
             if p.output_copy and not too_big:  # a host head weight copied in (op offload)
-                copy = g.op(p.output_copy, p.output_device, self.tokens)
-                g.expand(copy)
+                copy = g.copy(p.output_copy, p.output_device, self.tokens, weight=True)
+            self._norm_copies = bool(p.output_copy)  # ... and the output norm's weight
             out = self.norm(self.move(inp, p.output_device), p.output_device)
+            self._norm_copies = False
             g.mark_output(out)                              # t_embd is kept
             if too_big:
                 head_dev = "host"
