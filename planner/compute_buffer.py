@@ -51,6 +51,8 @@ class LayerShape:
     kv_host_k: int = 0
     kv_host_v: int = 0
     attn_copy: int = 0          # bytes of the q/k/v/o projections copied in (op offload)
+    delta_inner: int = 0        # a gated delta net's value width (qwen35): its own graph
+    delta_heads: int = 0        # ... and its value heads
 
 
 @dataclass(frozen=True)
@@ -234,7 +236,59 @@ class _Builder:
             out = g.op(out.size, dev, g.view(out), sig, inplace=True)
         return g.op(self.p.n_embd * t * F32, dev, out, self._wo)     # wo
 
+    def delta_net(self, x: Tensor, s: LayerShape) -> Tensor:
+        """A gated delta net block (llama.cpp's qwen35 builder): the q/k/v projection
+        through a short convolution, L2-normed q and k, the decay and beta gates, the
+        recurrence, a gated norm and the output projection."""
+        g, t, dev, n_seq = self.g, self.p.n_tokens, s.device, self.p.n_seq
+        width, inner, heads = s.recurrent_width, s.delta_inner, s.delta_heads
+        qk = max((width - inner) // 2, 0) * t * F32
+        state = max(s.recurrent_state - 3 * width, 0) * n_seq * F32
+        # a host block run by the device: each weight is copied in at its split, and so
+        # are the cached convolution and recurrent states
+        shares = (width, 0, heads, 0, 0, heads, 0, inner, inner)
+        cqkv, cconv, calpha, cbias, ca, cbeta, cnorm, cz, cout = (
+            g.copy(max(s.attn_copy * w // sum(shares), 4 * F32), dev, self.tokens, weight=True)
+            if s.attn_copy else None for w in shares)
+        offload = bool(s.attn_copy)
+        read = g.copy if offload else g.op
+        conv_states = read(3 * width * n_seq * F32, dev, self.tokens)
+        mixed = g.op(width * t * F32, dev, x, cqkv)
+        conv_in = g.op(width * (t + 3 * n_seq) * F32, dev, conv_states,
+                       g.view(mixed, contiguous=False))
+        g.expand(conv_in)
+        ssm_state = read(state, dev, self.tokens)
+        if not offload:
+            g.expand(ssm_state)
+        conv = g.op(width * t * F32, dev, conv_in, cconv)
+        conv = g.op(conv.size, dev, conv, inplace=True)    # silu
+        alpha = g.op(heads * t * F32, dev, x, calpha)
+        if dev in self.p.reorder_devices and not offload:
+            g.expand(alpha)  # pulled ahead of the norms by the reordering
+        q = g.op(qk, dev, g.view(conv))                     # l2 norm (a view: new memory)
+        k = g.op(qk, dev, g.view(conv))
+        q = g.op(qk, dev, q, inplace=True)                  # scale
+        k = g.op(qk, dev, k, inplace=True)
+        g.expand(q)
+        g.expand(k)
+        gate = g.op(alpha.size, dev, alpha, cbias)          # + dt bias (new memory)
+        gate = g.op(gate.size, dev, gate, inplace=True)     # softplus
+        gate = g.op(gate.size, dev, gate, ca, inplace=True)  # * a
+        beta = g.op(heads * t * F32, dev, x, cbeta)
+        beta = g.op(beta.size, dev, beta)                   # sigmoid (new memory)
+        y = g.op(inner * t * F32 + state, dev, q, k, g.view(conv), gate, beta, ssm_state)
+        g.expand(g.view(None, g.view(y)))                   # new state into the cache
+        out = g.op(inner * t * F32, dev, g.view(y))         # rms_norm of a view
+        out = g.op(out.size, dev, out, cnorm, inplace=True)
+        g.expand(out)
+        z = g.op(inner * t * F32, dev, x, cz)
+        zs = g.op(z.size, dev, g.view(z))                   # silu of a reshape
+        out = g.op(out.size, dev, out, zs, inplace=True)
+        return g.op(self.p.n_embd * t * F32, dev, out, cout)
+
     def recurrent(self, x: Tensor, s: LayerShape) -> Tensor:
+        if s.delta_inner and s.delta_heads:
+            return self.delta_net(x, s)
         g, t, dev = self.g, self.p.n_tokens, s.device
         width, n_seq = max(s.recurrent_width, 1), self.p.n_seq
         mixed = g.op(width * t * F32, dev, x)
@@ -332,9 +386,12 @@ class _Builder:
                 cur = g.op(p.n_embd * p.n_outputs * F32, dev, cur, out_ids)
                 inp = rows or g.op(p.n_embd * p.n_outputs * F32, dev, inp, out_ids)
                 t = p.n_outputs
+            if s.delta_inner:  # the projection comes reshaped: the residual's sum goes
+                cur = g.view(cur)  # in place on the block's input instead
+            hidden = p.n_embd * t * F32
             if s.post_norms:
-                cur = self.norm(cur, dev)
-            res = g.op(cur.size, dev, cur, inp, inplace=True)       # + residual
+                cur = self.norm(cur, dev, cur.size or hidden)
+            res = g.op(cur.size or hidden, dev, cur, inp, inplace=True)  # + residual
             cur = self.ffn(self.norm(res, dev), s, t)
             while self._copies:  # copies no matmul took (a block without an FFN)
                 cur = g.op(cur.size, dev, cur, self._copy(), inplace=True)

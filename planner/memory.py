@@ -187,6 +187,8 @@ _GATED_ATTN = frozenset({"qwen3next", "qwen35", "qwen35moe"})
 # the same way (qwen35, deepseek2, glm4moe, ...) measure closer with the rows picked in
 # the last block (bench/memory_accuracy.py: qwen35 +16% with them picked late)
 _LATE_ROWS = frozenset({"gpt-oss"})
+# recurrent blocks built as a gated delta net (llama.cpp's qwen35 / qwen3next builders)
+_DELTA_NET = frozenset({"qwen3next", "qwen35", "qwen35moe"})
 _MULTI_POS = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
 
 
@@ -207,9 +209,12 @@ def _layer_shape(profile: ModelProfile, layer: LayerProfile, config: MemoryConfi
         offload_copy=layer.bytes_of(TensorKind.EXPERTS) // 3
         if moe and device != HOST and expert_device == HOST else 0)
     if layer.kind == LayerKind.RECURRENT:
+        delta = profile.architecture in _DELTA_NET
         return replace(shape, kind="recurrent", n_head_kv=0, n_kv=0, swa=False,
                        recurrent_width=layer.recurrent_width or 2 * profile.n_embd,
-                       recurrent_state=layer.recurrent_state_bytes // 4)
+                       recurrent_state=layer.recurrent_state_bytes // 4,
+                       delta_inner=layer.recurrent_inner if delta else 0,
+                       delta_heads=layer.recurrent_heads if delta else 0)
     return shape
 
 
@@ -331,6 +336,10 @@ def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None,
     if shape.device != HOST or offload is None:
         return shape
     if shape.kind != "attn":
+        if shape.delta_inner:  # each weight copied at its own split, the states too
+            ffn = layer.bytes_of(TensorKind.EXPERTS) or layer.bytes_of(TensorKind.FFN)
+            return moved_layer(shape, offload, offload, ffn // 3, 0, 0,
+                               layer.bytes_of(TensorKind.RECURRENT, TensorKind.ATTENTION))
         copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4
         return moved_layer(shape, offload, HOST, copied // 3, 0, 0, 0)
     # each matmul's weight is copied at the start of its own split: the FFN's three

@@ -28,12 +28,10 @@ def measured(gpu_home: Path, vulkan_device: dict[str, Any]) -> dict[str, Any]:
 
 
 # Misses of the memory model that this backend shows, measured by
-# ``bench/memory_accuracy.py --gpu`` (README, "Engine builds"). Strict: when the model is
-# fixed these pass, and the marker must go.
-RECURRENT_PROMPT = ("recurrent blocks in RAM run by the device (op offload) at a micro-batch of "
-                    "2048: the replay's recurrent block is not llama.cpp's qwen35 graph "
-                    "(gated delta net, its convolution and norms): -7.5% total")
-KNOWN_MISSES = {("hybrid/half", "gpu0"): RECURRENT_PROMPT}
+# ``bench/memory_accuracy.py --gpu`` (README, "Engine builds"), each as a strict xfail with
+# what misses: none left (when one appears, add it here, and when it is fixed the marker
+# must go).
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _known_miss(case: str, device: str) -> str | None:
