@@ -129,6 +129,11 @@ class Engine:
         return self._ctx.n_ctx_seq
 
     @property
+    def n_vocab(self) -> int:
+        """Tokens in the model's vocabulary (the bound of a logit bias's token ids)."""
+        return int(self._model.n_vocab)
+
+    @property
     def chat_template(self) -> str | None:
         """The GGUF's chat template source, if it has one."""
         return self._template

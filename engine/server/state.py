@@ -74,7 +74,8 @@ class ServerState:
                                   n_ctx_per_seq=engine.n_ctx_per_seq,
                                   template_tools=template_renders_tools(engine),
                                   spec_modes=engine.speculation_modes,
-                                  spec_refusal=engine.speculation_refusal)
+                                  spec_refusal=engine.speculation_refusal,
+                                  n_vocab=getattr(engine, "n_vocab", None))
         self.load_progress = 1.0
         self.engine = engine
 
