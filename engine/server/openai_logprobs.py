@@ -1,11 +1,12 @@
 """Log-probabilities in OpenAI's two shapes, built from the engine's :class:`TokenLogprob`.
 
 Chat (``ChatCompletionTokenLogprob``): ``{"content": [{"token", "logprob", "bytes",
-"top_logprobs": [{"token", "logprob", "bytes"}]}], "refusal": null}``. Completions (the
-legacy shape): ``{"tokens", "token_logprobs", "top_logprobs": [{token: logprob}],
-"text_offset"}``, where ``text_offset`` counts characters of the returned ``text`` (which,
-with ``echo``, starts with the prompt). The numbers are natural logs of the model's own
-distribution (see :mod:`engine.native.logprobs`).
+"top_logprobs": [{"token", "logprob", "bytes", "id"}], "id"}], "refusal": null}``, where
+``id`` (an extra key, as llama.cpp's server adds it) is the token id ``logit_bias`` takes.
+Completions (the legacy shape): ``{"tokens", "token_logprobs", "top_logprobs":
+[{token: logprob}], "text_offset"}``, where ``text_offset`` counts characters of the
+returned ``text`` (which, with ``echo``, starts with the prompt). The numbers are natural
+logs of the model's own distribution (see :mod:`engine.native.logprobs`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ def _text(piece: bytes) -> str:
 
 def chat_logprobs(entries: Iterable[TokenLogprob]) -> dict[str, Any]:
     """The ``logprobs`` of a chat choice (or of one streamed chunk's tokens)."""
-    content = [{"token": _text(e.piece), "logprob": e.logprob, "bytes": list(e.piece),
-                "top_logprobs": [{"token": _text(p), "logprob": lp, "bytes": list(p)}
-                                 for _, p, lp in e.top]}
+    content = [{"id": e.token, "token": _text(e.piece), "logprob": e.logprob,
+                "bytes": list(e.piece),
+                "top_logprobs": [{"id": i, "token": _text(p), "logprob": lp, "bytes": list(p)}
+                                 for i, p, lp in e.top]}
                for e in entries if e.logprob is not None]
     return {"content": content, "refusal": None}
 
