@@ -69,17 +69,22 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """A raw ``prompt`` or chat ``messages`` (rendered with the GGUF's template)."""
+    """A raw ``prompt``, chat ``messages`` (rendered with the GGUF's template) or a prompt
+    given as token ids (``prompt_tokens``, decoded as they are)."""
 
     prompt: str | None = None
     messages: tuple[Mapping[str, Any], ...] | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     params: SamplingParams = field(default_factory=SamplingParams)
     add_generation_prompt: bool = True
+    prompt_tokens: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        if (self.prompt is None) == (self.messages is None):
-            raise ValueError("give exactly one of prompt or messages")
+        given = (self.prompt, self.messages, self.prompt_tokens)
+        if sum(x is not None for x in given) != 1:
+            raise ValueError("give exactly one of prompt, messages or prompt_tokens")
+        if self.prompt_tokens is not None and not self.prompt_tokens:
+            raise ValueError("prompt_tokens must not be empty")
 
 
 @dataclass(frozen=True)

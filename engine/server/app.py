@@ -166,7 +166,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
             return sse.EventStreamResponse(completion_events(gen), gen.close)
         text, last = await gen.collect(request)
         if parsed.echo:
-            text = (parsed.generation.prompt or "") + text
+            text = gen.prompt_text + text
         return _json(docs.completion_response(docs.new_id("cmpl"), gen.created, served.id,
                                               text, last.finish_reason, last.metrics,
                                               last.loop_guard, gen.completion_logprobs()))

@@ -69,6 +69,7 @@ class Generation:
     def __init__(self, ctx: GenContext, parsed: ParsedRequest, param: str,
                  handle: RequestHandle | None = None) -> None:
         engine, self.served = ctx.state.require()
+        self.engine = engine
         self.ctx = ctx
         self.parsed = parsed
         self.handle = handle if handle is not None else _submit(engine, parsed.generation,
@@ -138,6 +139,15 @@ class Generation:
 
 
     @property
+    def prompt_text(self) -> str:
+        """The prompt as text (``echo`` returns it): a prompt of token ids decoded."""
+        request = self.parsed.generation
+        if request.prompt_tokens is not None:
+            detokenize = getattr(self.engine, "detokenize", None)
+            return str(detokenize(request.prompt_tokens)) if detokenize is not None else ""
+        return request.prompt or ""
+
+    @property
     def wants_logprobs(self) -> bool:
         return self.parsed.generation.params.logprobs is not None
 
@@ -149,15 +159,14 @@ class Generation:
         """The collected answer's legacy ``logprobs``, the prompt's first with ``echo``."""
         if not self.wants_logprobs:
             return None
-        builder = _completion_builder(self.parsed)
+        builder = _completion_builder(self)
         prompt = list(self.prompt_logprobs) if self.parsed.echo else []
         return builder.build(prompt + self.logprobs)
 
 
-def _completion_builder(parsed: ParsedRequest) -> oalp.CompletionLogprobs:
-    # text_offset counts characters of the returned text, which starts with the prompt
-    # only with echo
-    return oalp.CompletionLogprobs(0 if parsed.echo else len(parsed.generation.prompt or ""))
+def _completion_builder(gen: Generation) -> oalp.CompletionLogprobs:
+    # text_offset counts characters of the prompt and the answer
+    return oalp.CompletionLogprobs(0 if gen.parsed.echo else len(gen.prompt_text))
 
 
 def _raise_for_engine_failure(chunk: Chunk, user_grammar: bool) -> None:
@@ -255,11 +264,11 @@ async def completion_events(gen: Generation) -> AsyncIterator[bytes]:
     """The SSE events of a streamed completion, ending in ``[DONE]``."""
     model, rid, created = gen.served.id, docs.new_id("cmpl"), gen.created
     last: Chunk | None = None
-    prefix = (gen.parsed.generation.prompt or "") if gen.parsed.echo else ""
+    prefix = gen.prompt_text if gen.parsed.echo else ""
     text_event = sse.DeltaEvents(docs.completion_response(
         rid, created, model, sse.DeltaEvents.PLACEHOLDER, None, None))
     want_lps = gen.wants_logprobs
-    builder = _completion_builder(gen.parsed)
+    builder = _completion_builder(gen)
     pending: list[TokenLogprob] = []  # tokens not yet sent with an event
 
     def lps() -> dict[str, Any] | None:

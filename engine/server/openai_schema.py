@@ -487,6 +487,20 @@ def parse_chat(body: Any, model: ServedModel,
 # ---------------------------------------------------------------- completions
 
 
+def _token_ids(prompt: list[Any], model: ServedModel) -> tuple[int, ...] | None:
+    """A prompt given as token ids (as evaluation harnesses send it); None when ``prompt``
+    is not a list of integers."""
+    if not prompt or not all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        return None
+    top = model.n_vocab
+    bad_id = next((t for t in prompt if t < 0 or (top is not None and t >= top)), None)
+    if bad_id is not None:
+        limit = f" (0..{top - 1})" if top is not None else ""
+        raise bad(f"'prompt' names token {str(bad_id)[:40]}, outside the vocabulary{limit}",
+                  "prompt", "invalid_value")
+    return tuple(prompt)
+
+
 def parse_completion(body: Any, model: ServedModel,
                      limits: rm.RequestLimits = rm.DEFAULT_REQUEST_LIMITS) -> ParsedRequest:
     """Check a ``/v1/completions`` body and turn it into an engine request.
@@ -498,13 +512,14 @@ def parse_completion(body: Any, model: ServedModel,
     _check_model(body, model)
     _unsupported(body)
     prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
         prompt = prompt[0]
     if prompt is None:
         raise bad("'prompt' is required", "prompt", "missing_required_parameter")
-    if not isinstance(prompt, str):
-        raise bad("'prompt' must be a string (one prompt per request)", "prompt",
-                  "invalid_type")
+    token_ids = _token_ids(prompt, model) if isinstance(prompt, list) else None
+    if token_ids is None and not isinstance(prompt, str):
+        raise bad("'prompt' must be a string or a list of token ids (one prompt per "
+                  "request)", "prompt", "invalid_type")
     stream = _boolean(body, "stream")
     echo = _boolean(body, "echo")
     stream_options = body.get("stream_options")
@@ -515,7 +530,9 @@ def parse_completion(body: Any, model: ServedModel,
                   "and 'logprobs'", "max_tokens")
     params = _sampling(body, model, _response_format_grammar(body, limits), limits,
                        _completion_logprobs(body, echo))
-    return ParsedRequest(generation=GenerationRequest(prompt=prompt, params=params),
+    generation = GenerationRequest(prompt_tokens=token_ids, params=params) \
+        if token_ids is not None else GenerationRequest(prompt=prompt, params=params)
+    return ParsedRequest(generation=generation,
                          stream=stream, include_usage=include_usage, echo=echo,
                          user_grammar=params.grammar is not None,
                          grammar_field=_grammar_field(body, False))

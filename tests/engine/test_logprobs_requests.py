@@ -40,6 +40,14 @@ def test_completion_echo_with_logprobs_scores_the_prompt_even_with_no_tokens() -
     assert (p.logprobs, p.prompt_logprobs) == (3, False)
 
 
+def test_a_prompt_of_token_ids_is_decoded_as_given() -> None:
+    for prompt in ([5, 17, 3], [[5, 17, 3]]):
+        parsed = parse_completion(_completion(prompt=prompt, echo=True, logprobs=1,
+                                              max_tokens=1), MODEL)
+        assert parsed.generation.prompt_tokens == (5, 17, 3)
+        assert parsed.generation.prompt is None
+
+
 def test_logit_bias_becomes_token_bias_pairs() -> None:
     p = parse_chat(_chat(logit_bias={"5": -100, "999": 100, "7": 2.5}), MODEL).generation.params
     assert sorted(p.logit_bias) == [(5, -100.0), (7, 2.5), (999, 100.0)]
@@ -64,6 +72,11 @@ def test_logit_bias_becomes_token_bias_pairs() -> None:
     (_completion(max_tokens=0), "max_tokens", "echo"),
     (_completion(max_tokens=0, echo=True), "max_tokens", "logprobs"),
     (_chat(max_tokens=0, logprobs=True), "max_tokens", "at least 1"),
+    (_completion(prompt=[1, 1000]), "prompt", "outside the vocabulary (0..999)"),
+    (_completion(prompt=[1, -1]), "prompt", "outside the vocabulary"),
+    (_completion(prompt=[[1], [2]]), "prompt", "one prompt per request"),
+    (_completion(prompt=[1, True]), "prompt", "token ids"),
+    (_completion(prompt=[]), "prompt", "token ids"),
 ])
 def test_bad_logprobs_and_logit_bias_are_400_naming_the_field(body: dict[str, Any], param: str,
                                                                 words: str) -> None:

@@ -117,6 +117,26 @@ def test_echo_with_max_tokens_0_scores_the_prompt(server: ServerProcess, client:
     assert scores[:len(lp.tokens)] == pytest.approx(lp.token_logprobs, abs=1e-3)
 
 
+def test_a_prompt_of_token_ids_is_scored_as_evaluation_harnesses_ask(
+        server: ServerProcess, client: Any) -> None:
+    chat = _chat_logprobs(client, server).choices[0]
+    ids = [t.model_extra["id"] for t in chat.logprobs.content]
+    # lm-eval's local-completions: one prompt of token ids, echo, logprobs 1, max_tokens 1
+    choice = client.completions.create(model=server.model, prompt=[ids], echo=True,
+                                       logprobs=1, max_tokens=1, temperature=0).choices[0]
+    lp = choice.logprobs
+    assert choice.text.startswith(chat.message.content)
+    assert lp.tokens[:len(ids)] == [t.token for t in chat.logprobs.content]
+    assert len(lp.tokens) == len(ids) + 1 and lp.token_logprobs[0] is None
+    assert "".join(lp.tokens) == choice.text
+    greedy = [own == max(top.values())
+              for own, top in zip(lp.token_logprobs[1:], lp.top_logprobs[1:], strict=True)]
+    assert greedy[-1]  # the generated token, at temperature 0
+    with pytest.raises(openai.BadRequestError) as info:
+        client.completions.create(model=server.model, prompt=[ids[0], 10**9], max_tokens=1)
+    assert info.value.body["param"] == "prompt"
+
+
 def test_a_prompt_scored_beside_a_running_answer_scores_the_same(server: ServerProcess,
                                                                  client: Any) -> None:
     alone = _score(client, server, SENTENCE).choices[0].logprobs.token_logprobs

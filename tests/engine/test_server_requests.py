@@ -151,7 +151,7 @@ def test_completion_body_checks() -> None:
                                "max_tokens": 5}, MODEL)
     assert parsed.generation.prompt == "Once" and parsed.echo
     assert _error({"model": "tiny"}, parse_completion).param == "prompt"
-    assert _error({"model": "tiny", "prompt": [1, 2]}, parse_completion).param == "prompt"
+    assert _error({"model": "tiny", "prompt": ["a", "b"]}, parse_completion).param == "prompt"
     assert _error({"model": "tiny", "prompt": "x", "suffix": "y"},
                   parse_completion).param == "suffix"
 
