@@ -31,9 +31,27 @@ def _log_normaliser(rows: Floats) -> Any:
 def _top_ids(rows: Floats, n: int) -> Any:
     """The ids of the ``n`` largest logits per row, largest first."""
     n = min(n, rows.shape[-1])
+    if rows.shape[0] == 1 and rows.shape[-1] > _SAMPLE_STRIDE * 64:
+        return _top_ids_of_row(rows[0], n)[None, :]
     part = np.argpartition(rows, -n, axis=-1)[..., -n:]
     order = np.argsort(-np.take_along_axis(rows, part, axis=-1), axis=-1, kind="stable")
     return np.take_along_axis(part, order, axis=-1)
+
+
+_SAMPLE_STRIDE = 16
+
+
+def _top_ids_of_row(row: Floats, n: int) -> Any:
+    """:func:`_top_ids` of one row, several times faster than a partition of it all: the
+    n-th largest of every 16th logit is a bound the row's n largest all reach, so only the
+    few logits above it are sorted."""
+    sample = row[::_SAMPLE_STRIDE]
+    k = min(n, sample.shape[0])
+    bound = np.partition(sample, -k)[-k]
+    candidates = np.flatnonzero(row >= bound)
+    values = row[candidates]
+    order = np.argsort(-values, kind="stable")[:n]
+    return candidates[order]
 
 
 class Scorer:

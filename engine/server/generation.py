@@ -137,7 +137,6 @@ class Generation:
         _raise_for_engine_failure(last, self.parsed.user_grammar)
         return text, last
 
-
     @property
     def prompt_text(self) -> str:
         """The prompt as text (``echo`` returns it): a prompt of token ids decoded."""

@@ -96,3 +96,12 @@ def test_log_softmax_and_top_tokens_match_a_plain_computation() -> None:
         assert n == pytest.approx(math.log(sum(math.exp(x) for x in row)), rel=1e-6)
     top = native_lp._top_ids(rows, 4)
     assert top.tolist() == [list(np.argsort(-r, kind="stable")[:4]) for r in rows]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_tokens_of_a_large_row_match_a_full_sort_ties_included(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    row = np.round(rng.standard_normal(49152) * (1 + seed)).astype(np.float32)
+    for n in (1, 5, 20):
+        got = native_lp._top_ids(row[None, :], n)[0].tolist()
+        assert got == np.argsort(-row, kind="stable")[:n].tolist()
