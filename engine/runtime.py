@@ -152,6 +152,11 @@ class Engine:
         return self._ctx.n_ctx_seq
 
     @property
+    def n_vocab(self) -> int:
+        """Tokens in the model's vocabulary (the bound of a logit bias's token ids)."""
+        return int(self._model.n_vocab)
+
+    @property
     def chat_template(self) -> str | None:
         """The GGUF's chat template source, if it has one."""
         return self._template
@@ -178,6 +183,7 @@ class Engine:
         Raises:
             QueueFullError: too many requests are waiting.
             ContextOverflowError: the prompt does not fit in one sequence.
+            ValueError: ``prompt_tokens`` names a token outside the vocabulary.
             ChatTemplateError: the messages could not be rendered.
             EngineClosedError: the engine is closed.
         """
@@ -246,6 +252,13 @@ class Engine:
 
     # -- the worker -----------------------------------------------------------------------
     def _prompt_tokens(self, request: GenerationRequest) -> list[int]:
+        if request.prompt_tokens is not None:
+            n_vocab = self.n_vocab
+            bad = next((t for t in request.prompt_tokens if not 0 <= t < n_vocab), None)
+            if bad is not None:
+                raise ValueError(f"the prompt names token {bad}, outside the vocabulary "
+                                 f"(0..{n_vocab - 1})")
+            return list(request.prompt_tokens)
         if request.messages is not None:
             text = self.render_chat(request.messages, request.tools,
                                     request.add_generation_prompt)

@@ -168,7 +168,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
             content, calls = toolcalls.parse_tool_calls(text, parsed.tools)
         return _json(docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id,
                                         content, calls, last.finish_reason, last.metrics,
-                                        last.loop_guard))
+                                        last.loop_guard, gen.chat_logprobs()))
 
     async def completions(request: Request) -> Response:
         body = await _read_json(request)
@@ -180,10 +180,10 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
             return sse.EventStreamResponse(completion_events(gen), gen.close)
         text, last = await gen.collect(request)
         if parsed.echo:
-            text = (parsed.generation.prompt or "") + text
+            text = gen.prompt_text + text
         return _json(docs.completion_response(docs.new_id("cmpl"), gen.created, served.id,
                                               text, last.finish_reason, last.metrics,
-                                              last.loop_guard))
+                                              last.loop_guard, gen.completion_logprobs()))
 
     async def metrics(request: Request) -> Response:
         return PlainTextResponse(ctx.metrics.render(),

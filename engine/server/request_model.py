@@ -105,6 +105,7 @@ CHAT_FIELDS: dict[str, Field] = {
 COMPLETION_FIELDS: dict[str, Field] = {
     **_SAMPLING,
     "prompt": Field(("string", "array")),
+    "max_tokens": Field(("integer",), 0, 1 << 31),  # 0: score the prompt (echo, logprobs)
     "echo": Field(("boolean",)),
     "suffix": Field(("string",)),
 }

@@ -122,7 +122,8 @@ class ServerState:
                                   spec_modes=engine.speculation_modes,
                                   spec_refusal=engine.speculation_refusal,
                                   vision_refusal=getattr(engine, "vision_refusal",
-                                                         "this engine takes no images"))
+                                                         "this engine takes no images"),
+                                  n_vocab=getattr(engine, "n_vocab", None))
         self.load_progress = 1.0
         self.engine = engine
 
