@@ -11,9 +11,11 @@ the same load on this shared machine, so the ratio of a model's time per token t
 base model's in the same round keeps little of the machine's noise; the median over the
 rounds is the figure.
 
-For each model it prints the measured time-per-token ratio beside the one the planner
-predicts (its raw prediction, re-priced at the depth measured), and the error between
-them. A dimension the planner does not price shows up as a ratio it misses.
+For each model it prints the measured time-per-token ratio, in wall seconds and in the
+engine thread's CPU seconds (with one engine thread, its own work without the waits for a
+core that the machine's other load adds), beside the one the planner predicts (its raw
+prediction, re-priced at the depth measured), and the error against the CPU ratio. A
+dimension the planner does not price shows up as a ratio it misses.
 
 Run: ``.venv/bin/python bench/cpu_shape_cost.py`` (about three minutes; CPU).
 """
@@ -86,28 +88,50 @@ def prompt_of(engine: Any, tokens: int) -> str:
     return str(engine.detokenize(ids))
 
 
-def request(engine: Any, prompt: str, max_tokens: int) -> tuple[Any, float]:
-    """One greedy request's metrics, and the CPU seconds this process spent on it."""
+def mark_cpu_time() -> None:
+    """Have every request handle note the CPU seconds of the thread that delivers each
+    chunk, with the tokens delivered so far. The engine thread delivers them and, with one
+    engine thread, llama.cpp computes in it: its CPU clock counts the engine's own work,
+    not the waits for a core that the machine's load adds. Measurement only: the handle
+    behaves as before."""
+    from engine.requests import RequestHandle
+
+    deliver = RequestHandle.push
+    if getattr(deliver, "marks_cpu", False):
+        return
+
+    def push(self: Any, chunk: Any) -> None:
+        marks = self.__dict__.setdefault("cpu_marks", [])
+        tokens = (marks[-1][0] if marks else 0) + len(chunk.token_ids)
+        marks.append((tokens, time.thread_time()))
+        deliver(self, chunk)
+
+    push.marks_cpu = True  # type: ignore[attr-defined]
+    RequestHandle.push = push  # type: ignore[method-assign]
+
+
+def cpu_per_token(handle: Any) -> float:
+    """The engine thread's CPU seconds per decoded token of a finished request, from its
+    first delivered token to its last (:func:`mark_cpu_time` must be on)."""
+    marks = [m for m in handle.__dict__.get("cpu_marks", []) if m[0] > 0]
+    if len(marks) < 2 or marks[-1][0] <= marks[0][0]:
+        raise RuntimeError("too few tokens to time")
+    return (marks[-1][1] - marks[0][1]) / (marks[-1][0] - marks[0][0])
+
+
+def decode(engine: Any, prompt: str, max_tokens: int) -> tuple[float, float, int]:
+    """Wall and CPU seconds per decoded token (see :func:`mark_cpu_time`), and the depth
+    it decoded at."""
     from engine.requests import GenerationRequest, SamplingParams
 
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens, loop_guard="off",
                             ignore_eos=True, cache_prompt=False)
-    cpu = time.process_time()
-    final = engine.submit(GenerationRequest(prompt=prompt, params=params)).result()
+    handle = engine.submit(GenerationRequest(prompt=prompt, params=params))
+    final = handle.result()
     if final.error:
         raise RuntimeError(final.error)
-    return final.metrics, time.process_time() - cpu
-
-
-def decode(engine: Any, prompt: str, max_tokens: int) -> tuple[float, float, int]:
-    """Wall and CPU seconds per decoded token, and the depth decoded at. The CPU seconds
-    are those of the request less those of the same prompt with one token (its prefill):
-    with one engine thread they are the engine's own work, whatever else the machine
-    runs meanwhile (wall seconds also count the waits for a core)."""
-    _, prefill_cpu = request(engine, prompt, 1)
-    m, cpu = request(engine, prompt, max_tokens + 1)
-    return (1.0 / m.decode_tps, max(cpu - prefill_cpu, 1e-9) / max_tokens,
-            m.prompt_tokens + m.generated_tokens // 2)
+    m = final.metrics
+    return 1.0 / m.decode_tps, cpu_per_token(handle), m.prompt_tokens + m.generated_tokens // 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=32)
     args = parser.parse_args(argv)
     os.environ.setdefault("LOADOUT_RUN_RECORDS", "off")
+    mark_cpu_time()
 
     with tempfile.TemporaryDirectory(prefix="loadout-shape-") as tmp:
         os.environ["LOADOUT_HOME"] = str(Path(tmp) / "home")

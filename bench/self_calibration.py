@@ -41,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,28 +101,21 @@ class Loaded:
         self.predicted: dict[str, Any] = dict(again.predicted or {})
         self.request(4)  # the first touch of its buffers is not measured
 
-    def _run(self, max_tokens: int) -> tuple[Any, float]:
+    def request(self, max_tokens: int) -> dict[str, Any]:
+        """One greedy request of the prompt, whole; its measured figures, and its decode
+        in the engine thread's CPU seconds per token (``cpu_s``; see :func:`cpu_marks`)."""
+        from bench.cpu_shape_cost import cpu_per_token
         from engine.requests import GenerationRequest, SamplingParams
 
         params = SamplingParams(temperature=0.0, max_tokens=max_tokens, loop_guard="off",
                                 ignore_eos=True, cache_prompt=False)
-        cpu = time.process_time()
-        final = self.engine.submit(GenerationRequest(prompt=self.prompt, params=params)
-                                   ).result()
+        handle = self.engine.submit(GenerationRequest(prompt=self.prompt, params=params))
+        final = handle.result()
         if final.error:
             raise RuntimeError(final.error)
-        return final.metrics, time.process_time() - cpu
-
-    def request(self, max_tokens: int) -> dict[str, Any]:
-        """One greedy request of the prompt, whole; its measured figures, and its decode
-        in CPU seconds per token (``cpu_s``: the request's CPU seconds less those of the
-        same prompt with one token; with one engine thread, the engine's own work, not
-        its waits for a core)."""
-        _, prefill_cpu = self._run(1)
-        m, cpu = self._run(max_tokens + 1)
+        m = final.metrics
         return {"decode_tps": m.decode_tps, "prefill_tps": m.prefill_tps,
-                "cpu_s": max(cpu - prefill_cpu, 1e-6) / max_tokens,
-                "predicted": self.predicted}
+                "cpu_s": cpu_per_token(handle), "predicted": self.predicted}
 
 
 def line(label: str, doc: dict[str, Any]) -> None:
@@ -255,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         # The checks run in this process, each model loaded once, their requests
         # alternating (the order flipping every pair) a second or two apart.
         os.environ.update(LOADOUT_HOME=env["LOADOUT_HOME"], LOADOUT_RUN_RECORDS="off")
+        from bench.cpu_shape_cost import mark_cpu_time
+
+        mark_cpu_time()
         models = {"demo": Loaded("demo", args), "similar model": Loaded(similar, args),
                   "Q8_0 model": Loaded(other, args)}
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in models}
