@@ -127,11 +127,12 @@ class EngineProcess(QObject):
         process.errorOccurred.connect(self._on_process_error)
         self._process = process
         self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=self.app_key)
-        if self.library:
-            self.pinned = library_model_id(spec.model_path)
+        self.pinned = library_model_id(spec.model_path) if self.library else None
+        if self.pinned is not None:
             args = library_arguments(spec, self.pinned, wanted, self.port)
         else:
-            self.pinned = None
+            if self.library:  # Chat needs its model: served alone rather than not at all
+                log.warning("%s is not in the library: it is served alone", spec.model_path)
             args = serve_arguments(spec_file, spec.model_path, wanted, self.port)
         log.info("starting the engine: %s %s", python_executable(), " ".join(args))
         self._set_state("loading")

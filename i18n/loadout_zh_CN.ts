@@ -2104,6 +2104,10 @@
         <source>Which models to serve</source>
         <translation>要提供哪些模型</translation>
     </message>
+    <message>
+        <source>The loaded model is not in the library: it is served alone.</source>
+        <translation>已加载的模型不在模型库中：仅单独提供此模型。</translation>
+    </message>
 </context>
 <context>
     <name>SettingsPage</name>

@@ -308,7 +308,10 @@ class ServerPage(QWidget):
         self.key.setEnabled(self.lan.isChecked())
         self.new_key_button.setEnabled(self.lan.isChecked())
         self.copy_key_button.setEnabled(self.lan.isChecked() and bool(self.key.text()))
-        if state == "ready" and self.serve_switch.isChecked() and self._engine.library:
+        if state == "ready" and self._engine.library and self._engine.pinned is None:
+            self.state_label.setText(self.tr("The loaded model is not in the library: it is "
+                                             "served alone."))
+        elif state == "ready" and self.serve_switch.isChecked() and self._engine.library:
             self.state_label.setText(self.tr("Serving every model in the library."))
         elif state == "ready" and self.serve_switch.isChecked():
             self.state_label.setText(self.tr("Serving {model}.").format(

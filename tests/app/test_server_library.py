@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from app.engine_launch import Binding, library_arguments
+from app.engine_launch import Binding, library_arguments, library_model_id
 from app.settings_store import load_settings
 from engine.launch import LaunchSpec
 from tests.app.engine_window import close_window, open_window, wait_until
@@ -31,6 +31,27 @@ def test_the_library_command_line_keeps_the_model_and_the_binding() -> None:
                     "--port", "8080", "--ready-json"]
     assert "sk-secret" not in " ".join(args)  # the key goes through the environment
     assert "--keep" not in library_arguments(spec, None, Binding(), 5000)
+
+
+def test_the_model_kept_is_named_by_its_library_id_and_one_elsewhere_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _library_of(tmp_path, monkeypatch)
+    elsewhere = tmp_path / "elsewhere" / "other.gguf"
+    elsewhere.parent.mkdir()
+    write_llama(elsewhere, Shape(n_vocab=2048))
+    assert library_model_id(tmp_path / "home" / "models" / "mine.gguf") == "mine"
+    assert library_model_id(elsewhere) is None  # served alone (EngineProcess.load)
+
+
+def _library_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A LOADOUT_HOME whose library holds the demo and mine.gguf only."""
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    write_llama(home / "models" / "mine.gguf", Shape(n_vocab=2048))
+    for name, value in (("HOME", tmp_path), ("HF_HUB_CACHE", tmp_path / "hf"),
+                        ("OLLAMA_MODELS", tmp_path / "ollama"), ("LOADOUT_HOME", home)):
+        monkeypatch.setenv(name, str(value))
+    return home
 
 
 def _rows(window: Any) -> dict[str, list[str]]:
@@ -53,14 +74,7 @@ def _requests_of(window: Any, model: str) -> float:
 @pytest.mark.slow
 def test_serving_the_library_and_back(qapp: QApplication, tmp_path: Path, demo_model: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    (home / "models").mkdir(parents=True)
-    write_llama(home / "models" / "mine.gguf", Shape(n_vocab=2048))
-    for name, value in (("HOME", tmp_path), ("HF_HUB_CACHE", tmp_path / "hf"),
-                        ("OLLAMA_MODELS", tmp_path / "ollama")):
-        monkeypatch.setenv(name, str(value))  # the library: the demo and mine.gguf only
-    previous = os.environ.get("LOADOUT_HOME")
-    window = open_window(home, demo_model)
+    window = open_window(_library_of(tmp_path, monkeypatch), demo_model)
     try:
         single = window.engine.pid()
         assert window.engine.endpoint.model and not window.server.models_box.isVisibleTo(
@@ -111,7 +125,3 @@ def test_serving_the_library_and_back(qapp: QApplication, tmp_path: Path, demo_m
                    "the list gone")
     finally:
         close_window(window)
-        if previous is None:
-            os.environ.pop("LOADOUT_HOME", None)
-        else:
-            os.environ["LOADOUT_HOME"] = previous
