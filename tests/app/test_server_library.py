@@ -43,6 +43,15 @@ def test_the_model_kept_is_named_by_its_library_id_and_one_elsewhere_is_not(
     assert library_model_id(elsewhere) is None  # served alone (EngineProcess.load)
 
 
+def test_the_saved_choice_is_shown_and_followed_at_start(make_window: Any) -> None:
+    from app.settings_store import AppSettings
+
+    window = make_window(settings=AppSettings(scan_other_apps=False, serve_library=True))
+    assert window.server.library() and window.engine.library
+    assert window.server.serve_choice.currentText() == "every model in the library"
+    assert window.server.serve_choice.accessibleName() == "Which models to serve"
+
+
 def _library_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A LOADOUT_HOME whose library holds the demo and mine.gguf only."""
     home = tmp_path / "home"
