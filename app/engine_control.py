@@ -65,6 +65,7 @@ class EngineControl(QObject):
         self._binding = binding or Binding
         self._request = request or (lambda: None)
         self.engine = EngineProcess(self)
+        self.engine.library = state.settings.serve_library
         self.engine.sig_engine_died.connect(self._on_engine_died)
         self.attempt = 0
         self.retry_plan: Any = None
@@ -144,6 +145,17 @@ class EngineControl(QObject):
         self._runner.submit("safer-plan", replan, planned,
                             on_failed=lambda _exc: self._start_retry(safer, binding))
         return True
+
+    def set_library(self, on: bool) -> None:
+        """Serve every model of the library (``on``, the model loaded kept loaded) or the
+        planned model alone; saved in the settings. A running engine restarts so."""
+        self._state.update_settings(self._state.settings.with_changes(serve_library=on))
+        if self.engine.library == on:
+            return
+        self.engine.library = on
+        spec = self.engine.spec
+        if spec is not None and self.engine.state in ("loading", "ready"):
+            self.engine.load(spec, self._binding())
 
     def workers_in_use(self) -> tuple[str, ...]:
         """The RPC workers the engine is loading onto or running on now."""

@@ -2,7 +2,8 @@
 
 No Qt here: plain values and functions, used by :mod:`app.engine_process`.
 
-The engine is ``python -m loadout serve MODEL --launch-spec FILE --ready-json``. Loading
+The engine is ``python -m loadout serve MODEL --launch-spec FILE --ready-json``, or, to
+serve every model of the library, ``loadout serve --library --keep MODEL``. Loading
 binds 127.0.0.1 on a free port; serving to other devices binds 0.0.0.0 and always with an
 API key (the app generates one; there is no way to bind off loopback without).
 
@@ -133,6 +134,29 @@ def serve_arguments(spec_file: Path, model_path: str, binding: Binding, port: in
     goes through the environment (:func:`key_environment`), out of other users' sight."""
     return ["-m", "loadout", "serve", model_path, "--launch-spec", str(spec_file),
             "--host", binding.host, "--port", str(port), "--ready-json"]
+
+
+def library_arguments(spec: LaunchSpec, keep: str | None, binding: Binding, port: int
+                      ) -> list[str]:
+    """The arguments of an engine that serves every model of the library (``loadout serve
+    --library``), each on demand with ``spec``'s context and slots; ``keep`` (a model id)
+    stays loaded. The key goes as :func:`serve_arguments` says."""
+    args = ["-m", "loadout", "serve", "--library"]
+    if keep:
+        args += ["--keep", keep]
+    args += ["--ctx", str(spec.n_ctx_per_seq), "--parallel", str(spec.n_seq_max)]
+    if spec.n_threads:
+        args += ["--threads", str(spec.n_threads)]
+    return [*args, "--host", binding.host, "--port", str(port), "--ready-json"]
+
+
+def library_model_id(model_path: str | Path) -> str | None:
+    """The id ``loadout serve --library`` gives the model at ``model_path`` (None: that
+    file is not in the library). The engine builds the same catalog the same way."""
+    from engine.server.model_catalog import library_models
+
+    real = Path(model_path).resolve()
+    return next((m.id for m in library_models() if m.path.resolve() == real), None)
 
 
 def key_environment(binding: Binding, app_key: str | None = None) -> dict[str, str]:

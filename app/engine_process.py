@@ -31,6 +31,8 @@ from app.engine_launch import (
     Binding,
     free_port,
     key_environment,
+    library_arguments,
+    library_model_id,
     new_api_key,
     python_executable,
     serve_arguments,
@@ -78,6 +80,8 @@ class EngineProcess(QObject):
         self.load_progress = 0.0
         self.log_tail: deque[str] = deque(maxlen=LOG_LINES)
         self.exit_code: int | None = None
+        self.library = False  # serve every model of the library, ``spec``'s model kept
+        self.pinned: str | None = None  # the id of the model kept, when serving the library
         self.poller = StatusPoller(parent=self)
         self.poller.sig_health_received.connect(self._on_poller_health)
         self._process: QProcess | None = None
@@ -123,7 +127,13 @@ class EngineProcess(QObject):
         process.errorOccurred.connect(self._on_process_error)
         self._process = process
         self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=self.app_key)
-        args = serve_arguments(spec_file, spec.model_path, wanted, self.port)
+        self.pinned = library_model_id(spec.model_path) if self.library else None
+        if self.pinned is not None:
+            args = library_arguments(spec, self.pinned, wanted, self.port)
+        else:
+            if self.library:  # Chat needs its model: served alone rather than not at all
+                log.warning("%s is not in the library: it is served alone", spec.model_path)
+            args = serve_arguments(spec_file, spec.model_path, wanted, self.port)
         log.info("starting the engine: %s %s", python_executable(), " ".join(args))
         self._set_state("loading")
         self.sig_load_progressed.emit(0.0)
@@ -222,8 +232,9 @@ class EngineProcess(QObject):
         if not isinstance(doc, dict):
             return
         if doc.get("event") == "ready" and self.endpoint is not None:
-            self.endpoint = Endpoint(self.endpoint.url, str(doc.get("model") or ""),
-                                     self.app_key)
+            # serving the library, the app's requests name the model it kept
+            model = self.pinned or str(doc.get("model") or "")
+            self.endpoint = Endpoint(self.endpoint.url, model, self.app_key)
             self.load_progress = 1.0
             self.sig_load_progressed.emit(1.0)
             self._set_state("ready")

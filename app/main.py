@@ -108,6 +108,8 @@ class MainWindow(QMainWindow):
         self.engine = self.control.engine
         self.chat = ChatPage(self.engine)
         self.server = ServerPage(self.engine)
+        self.server.set_library(self.state.settings.serve_library)
+        self.server.sig_library_chosen.connect(self.control.set_library)
         self.banner = EngineBanner()
         self.banner.show_engine_fallback(engine_select.active())  # once, at start
         self._last_decode_tps: float | None = None

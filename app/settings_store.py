@@ -30,6 +30,7 @@ class AppSettings:
     scan_other_apps: bool = True            # list LM Studio, Ollama, HF cache models too
     rpc_workers: tuple[str, ...] = field(default=())  # HOST:PORT of the cluster's workers
     last_model: str = ""                    # the model loaded last (loaded at start)
+    serve_library: bool = False             # the engine serves every model of the library
 
     def with_changes(self, **changes: Any) -> AppSettings:
         """A copy with some fields changed."""
@@ -66,6 +67,7 @@ def load_settings(path: Path | None = None) -> AppSettings:
             scan_other_apps=bool(doc.get("scan_other_apps", defaults.scan_other_apps)),
             rpc_workers=_worker_addresses(doc.get("rpc_workers", ()), target),
             last_model=str(doc.get("last_model", "") or ""),
+            serve_library=doc.get("serve_library") is True,
         )
     except (TypeError, ValueError, AttributeError) as exc:
         log.warning("settings file %s has bad values (%s); using defaults", target, exc)

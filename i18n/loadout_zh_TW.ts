@@ -2080,6 +2080,34 @@
         <source>Predicted decode t/s</source>
         <translation>預測解碼 t/s</translation>
     </message>
+    <message>
+        <source>Serving every model in the library.</source>
+        <translation>正在提供模型庫中的所有模型。</translation>
+    </message>
+    <message>
+        <source>Serve</source>
+        <translation>提供</translation>
+    </message>
+    <message>
+        <source>this model</source>
+        <translation>此模型</translation>
+    </message>
+    <message>
+        <source>every model in the library</source>
+        <translation>模型庫中的所有模型</translation>
+    </message>
+    <message>
+        <source>Every model: the engine restarts serving each model of the library on demand; the loaded model stays loaded for Chat.</source>
+        <translation>所有模型：引擎將重新啟動，按需提供模型庫中的每個模型；已載入的模型保持載入，供聊天使用。</translation>
+    </message>
+    <message>
+        <source>Which models to serve</source>
+        <translation>要提供哪些模型</translation>
+    </message>
+    <message>
+        <source>The loaded model is not in the library: it is served alone.</source>
+        <translation>已載入的模型不在模型庫中：僅單獨提供此模型。</translation>
+    </message>
 </context>
 <context>
     <name>SettingsPage</name>

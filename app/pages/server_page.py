@@ -16,6 +16,7 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFormLayout,
     QGridLayout,
     QGroupBox,
@@ -64,6 +65,7 @@ class ServerPage(QWidget):
     """The server panel. ``binding()`` is what the controls ask for."""
 
     sig_binding_applied = Signal(object)
+    sig_library_chosen = Signal(bool)  # serve every model of the library (False: this one)
 
     def __init__(self, engine: EngineProcess, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -82,6 +84,11 @@ class ServerPage(QWidget):
         self.state_label.setWordWrap(True)
         self.serve_switch = QCheckBox()
         self.serve_switch.setObjectName("serveSwitch")
+        self.serve_choice = QComboBox()
+        self.serve_choice.setObjectName("serveChoice")
+        self.serve_choice.addItems(["", ""])
+        self.serve_choice.currentIndexChanged.connect(
+            lambda index: self.sig_library_chosen.emit(index == 1))
         self.port = QSpinBox()
         self.port.setRange(0, 65535)
         self.lan = QCheckBox()
@@ -96,8 +103,9 @@ class ServerPage(QWidget):
         key_row.addWidget(self.copy_key_button)
         self.settings_box = QGroupBox()
         form = QFormLayout(self.settings_box)
-        self.form_labels = [QLabel() for _ in range(2)]
+        self.form_labels = [QLabel() for _ in range(3)]
         form.addRow(self.serve_switch)
+        form.addRow(self.form_labels[2], self.serve_choice)
         form.addRow(self.form_labels[0], self.port)
         form.addRow(self.lan)
         form.addRow(self.form_labels[1], key_row)
@@ -182,6 +190,16 @@ class ServerPage(QWidget):
         lan = self.lan.isChecked()
         return Binding(lan=lan, port=self.port.value(),
                        api_key=self.key.text() or None if lan else None, public=True)
+
+    def library(self) -> bool:
+        """Whether every model of the library is to be served (else the loaded one)."""
+        return self.serve_choice.currentIndex() == 1
+
+    def set_library(self, on: bool) -> None:
+        """Show the saved choice (no signal)."""
+        self.serve_choice.blockSignals(True)
+        self.serve_choice.setCurrentIndex(1 if on else 0)
+        self.serve_choice.blockSignals(False)
 
     def apply(self) -> None:
         """Restart the engine if it does not listen as the controls ask; open it to other
@@ -290,7 +308,12 @@ class ServerPage(QWidget):
         self.key.setEnabled(self.lan.isChecked())
         self.new_key_button.setEnabled(self.lan.isChecked())
         self.copy_key_button.setEnabled(self.lan.isChecked() and bool(self.key.text()))
-        if state == "ready" and self.serve_switch.isChecked():
+        if state == "ready" and self._engine.library and self._engine.pinned is None:
+            self.state_label.setText(self.tr("The loaded model is not in the library: it is "
+                                             "served alone."))
+        elif state == "ready" and self.serve_switch.isChecked() and self._engine.library:
+            self.state_label.setText(self.tr("Serving every model in the library."))
+        elif state == "ready" and self.serve_switch.isChecked():
             self.state_label.setText(self.tr("Serving {model}.").format(
                 model=self._engine.endpoint.model if self._engine.endpoint else ""))
         elif state == "loading":
@@ -328,6 +351,13 @@ class ServerPage(QWidget):
         self.serve_switch.setText(self.tr("Serve the loaded model"))
         self.form_labels[0].setText(self.tr("Port"))
         self.form_labels[1].setText(self.tr("API key"))
+        self.form_labels[2].setText(self.tr("Serve"))
+        self.serve_choice.setItemText(0, self.tr("this model"))
+        self.serve_choice.setItemText(1, self.tr("every model in the library"))
+        self.serve_choice.setToolTip(self.tr(
+            "Every model: the engine restarts serving each model of the library on "
+            "demand; the loaded model stays loaded for Chat."))
+        set_name(self.serve_choice, self.tr("Which models to serve"))
         self.port.setSpecialValueText(self.tr("Any free port"))
         self.lan.setText(self.tr("Allow other devices on my network"))
         self.lan.setToolTip(self.tr("Restarts the engine listening on every network "

@@ -1,0 +1,136 @@
+"""The Server page's choice between serving the loaded model and every model of the library:
+the real engine restarts as ``loadout serve --library`` (the loaded model kept), the page
+lists the library's models, the Chat page still answers, and the choice goes back. The
+page's screenshot is saved under ``$LOADOUT_SCREENSHOTS_DIR`` when set (else in a
+temporary folder)."""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from app.engine_launch import Binding, library_arguments, library_model_id
+from app.settings_store import load_settings
+from engine.launch import LaunchSpec
+from tests.app.engine_window import close_window, open_window, wait_until
+from tests.helpers.gguf_factory import Shape, write_llama
+
+
+def test_the_library_command_line_keeps_the_model_and_the_binding() -> None:
+    spec = LaunchSpec("/m/x.gguf", n_ctx=8192, n_seq_max=2, n_threads=3)
+    lan = Binding(lan=True, port=8080, api_key="sk-secret", public=True)
+    args = library_arguments(spec, "x", lan, 8080)
+    assert args == ["-m", "loadout", "serve", "--library", "--keep", "x", "--ctx", "4096",
+                    "--parallel", "2", "--threads", "3", "--host", "0.0.0.0",
+                    "--port", "8080", "--ready-json"]
+    assert "sk-secret" not in " ".join(args)  # the key goes through the environment
+    assert "--keep" not in library_arguments(spec, None, Binding(), 5000)
+
+
+def test_the_model_kept_is_named_by_its_library_id_and_one_elsewhere_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _library_of(tmp_path, monkeypatch)
+    elsewhere = tmp_path / "elsewhere" / "other.gguf"
+    elsewhere.parent.mkdir()
+    write_llama(elsewhere, Shape(n_vocab=2048))
+    assert library_model_id(tmp_path / "home" / "models" / "mine.gguf") == "mine"
+    assert library_model_id(elsewhere) is None  # served alone (EngineProcess.load)
+
+
+def test_the_saved_choice_is_shown_and_followed_at_start(make_window: Any) -> None:
+    from app.settings_store import AppSettings
+
+    window = make_window(settings=AppSettings(scan_other_apps=False, serve_library=True))
+    assert window.server.library() and window.engine.library
+    assert window.server.serve_choice.currentText() == "every model in the library"
+    assert window.server.serve_choice.accessibleName() == "Which models to serve"
+
+
+def _library_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A LOADOUT_HOME whose library holds the demo and mine.gguf only."""
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    write_llama(home / "models" / "mine.gguf", Shape(n_vocab=2048))
+    for name, value in (("HOME", tmp_path), ("HF_HUB_CACHE", tmp_path / "hf"),
+                        ("OLLAMA_MODELS", tmp_path / "ollama"), ("LOADOUT_HOME", home)):
+        monkeypatch.setenv(name, str(value))
+    return home
+
+
+def _rows(window: Any) -> dict[str, list[str]]:
+    table = window.server.models
+    return {table.item(r, 0).text(): [table.item(r, c).text() for c in range(1, 4)]
+            for r in range(table.rowCount()) if table.item(r, 0) is not None}
+
+
+def _requests_of(window: Any, model: str) -> float:
+    endpoint = window.engine.endpoint
+    request = urllib.request.Request(endpoint.url + "/metrics", headers={
+        "Authorization": f"Bearer {endpoint.api_key}"})
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        text = resp.read().decode()
+    found = re.search(rf'^loadout_model_requests_total{{model="{re.escape(model)}"}} (\S+)$',
+                      text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.mark.slow
+def test_serving_the_library_and_back(qapp: QApplication, tmp_path: Path, demo_model: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    window = open_window(_library_of(tmp_path, monkeypatch), demo_model)
+    try:
+        single = window.engine.pid()
+        assert window.engine.endpoint.model and not window.server.models_box.isVisibleTo(
+            window.server)
+        window.show_page("server")
+        window.server.serve_choice.setCurrentIndex(1)  # every model in the library
+        assert load_settings().serve_library is True
+        wait_until(lambda: window.engine.state == "ready" and window.engine.pid() != single,
+                   what="the library engine")
+        cmdline = Path(f"/proc/{window.engine.pid()}/cmdline").read_bytes().split(b"\0")
+        assert b"--library" in cmdline and b"--keep" in cmdline
+        pinned = window.engine.pinned
+        assert pinned and window.engine.endpoint.model == pinned
+        assert cmdline[cmdline.index(b"--keep") + 1].decode() == pinned
+
+        wait_until(lambda: {pinned, "mine"} <= set(_rows(window)), 30, "the models listed")
+        wait_until(lambda: _rows(window)[pinned][0] == "loaded", 30, "the kept model")
+        rows = _rows(window)
+        assert set(rows) == {pinned, "mine"}
+        assert rows["mine"][:2] == ["on disk", "—"]
+        assert rows[pinned][1].endswith("MiB")  # its planned memory
+        assert window.server.models_box.isVisibleTo(window.server)
+        # docs/screenshots/server-library.png with LOADOUT_SCREENSHOTS_DIR=docs/screenshots
+        shots = Path(os.environ.get("LOADOUT_SCREENSHOTS_DIR", tmp_path))
+        assert window.grab().save(str(shots / "server-library.png"))
+
+        chat = window.chat
+        window.show_page("chat")
+        chat.new_conversation()
+        chat.max_tokens.setValue(16)
+        results: list[Any] = []
+        chat.sig_answer_finished.connect(results.append)
+        chat.input.setPlainText("What is the capital of France?")
+        chat.send_button.click()
+        wait_until(lambda: results, 120, "the answer")
+        assert chat.last_error == "" and results[0].text.strip()
+        assert _requests_of(window, pinned) == 1  # the router sent it to the kept model
+
+        library = window.engine.pid()
+        window.server.serve_choice.setCurrentIndex(0)  # this model
+        assert load_settings().serve_library is False
+        wait_until(lambda: window.engine.state == "ready" and window.engine.pid() != library,
+                   what="the single-model engine")
+        cmdline = Path(f"/proc/{window.engine.pid()}/cmdline").read_bytes().split(b"\0")
+        assert b"--library" not in cmdline and b"--launch-spec" in cmdline
+        assert window.engine.pinned is None
+        wait_until(lambda: not window.server.models_box.isVisibleTo(window.server), 30,
+                   "the list gone")
+    finally:
+        close_window(window)
