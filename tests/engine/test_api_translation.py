@@ -322,7 +322,10 @@ def test_malformed_bodies_are_400_not_500_over_http() -> None:
             ("/v1/messages", deep), ("/v1/responses", deep),
             ("/v1/messages", "[]"), ("/v1/responses", "\"hi\""),
             ("/v1/messages", '{"model": "t", "max_tokens": 1, "messages": ' + deep + "}"),
-            ("/v1/responses", '{"model": "t", "input": ' + deep + "}")):
+            ("/v1/responses", '{"model": "t", "input": ' + deep + "}"),
+            ("/v1/messages", json.dumps(_image_msg({"type": "image", "source": {
+                **PNG_SOURCE, "media_type": "image/gif"}}))),
+            ("/v1/responses", json.dumps(_input_image({"file_id": "file-1"})))):
         resp = client.post(path, content=body.encode(),
                            headers={"content-type": "application/json"})
         assert resp.status_code == 400, (path, body[:40], resp.text)
