@@ -117,8 +117,11 @@ def content_of(value: Any, where: str, kinds: Sequence[str],
         here = f"{where}[{i}]"
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind in ("input_image", "image", image_kind) and isinstance(part, Mapping):
-            if image is None or kind != image_kind:
+            if image is None:
                 raise not_here(here)
+            if kind != image_kind:
+                raise bad(f"'{here}' is of type {kind!r}; an image part here is of type "
+                          f"{image_kind!r}", here, "unsupported_content")
             parts.append(image(part, here))
             has_image = True
             continue
