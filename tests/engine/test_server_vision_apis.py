@@ -47,7 +47,7 @@ def claude(vision_server: ServerProcess) -> anthropic.Anthropic:  # noqa: F811
 def test_a_response_about_an_input_image(vision_server: ServerProcess,  # noqa: F811
                                          gpt: openai.OpenAI) -> None:
     raw = gpt.responses.with_raw_response.create(
-        model=vision_server.model, max_output_tokens=3, temperature=0, store=False,
+        model=vision_server.model, max_output_tokens=3, temperature=0,
         input=[{"role": "user", "content": [
             {"type": "input_text", "text": "What is in this picture?"},
             {"type": "input_image", "image_url": data_url(png_bytes(32, 32, seed=11)),
@@ -56,6 +56,13 @@ def test_a_response_about_an_input_image(vision_server: ServerProcess,  # noqa: 
     validate_openai(doc, "Response")
     assert doc["timings"]["images"] == 1 and doc["timings"]["image_tokens"] == IMAGE_TOKENS
     assert doc["usage"]["input_tokens"] > IMAGE_TOKENS
+    # the stored conversation keeps the image: a follow-up reads it again, from the cache
+    follow = gpt.responses.create(model=vision_server.model, max_output_tokens=2,
+                                  temperature=0, store=False, previous_response_id=doc["id"],
+                                  input="And its colour?")
+    assert follow.model_dump()["timings"]["images"] == 1
+    assert follow.usage is not None
+    assert follow.usage.input_tokens_details.cached_tokens > IMAGE_TOKENS
 
 
 def test_a_message_about_an_image_its_count_and_its_stream(
