@@ -1,5 +1,5 @@
-"""What the Responses and Messages routes share: the app's request helpers, one answer
-read as text pieces then tool calls, named SSE events, and the image-part refusal.
+"""What the Responses and Messages routes share: the app's request helpers, content as
+text (or text and images), one answer read as text pieces then tool calls, named SSE events.
 
 Both APIs are translations over the chat path: a body becomes the chat request
 :func:`engine.server.openai_schema.parse_chat` already checks, runs through
@@ -45,17 +45,10 @@ class RouteKit:
     json: Callable[..., Response]
 
 
-def image_content(part: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """A chat content part for an image part of a request.
-
-    The models served today read no images, so this refuses with a 400; a server that
-    serves a vision model replaces this one function.
-
-    Raises:
-        ApiError: always (400, ``unsupported_content``).
-    """
-    raise bad("this model does not read images (only text content is supported)", where,
-              "unsupported_content")
+def not_here(where: str) -> ApiError:
+    """The 400 for an image part where the API takes text only."""
+    return bad(f"'{where}' is an image; images are read only in user messages", where,
+               "unsupported_content")
 
 
 def check_fields(body: Any, fields: Mapping[str, rm.Field], limits: RequestLimits
@@ -87,19 +80,51 @@ def text_of(value: Any, where: str, kinds: Sequence[str]) -> str:
     """The text of a string or of a list of text parts of the given ``type`` names.
 
     Raises:
-        ApiError: 400 for another type of part (images go through :func:`image_content`).
+        ApiError: 400 for another type of part (an image included).
+    """
+    content = content_of(value, where, kinds, None)
+    assert isinstance(content, str)
+    return content
+
+
+ImagePart = Callable[[Mapping[str, Any], str], dict[str, Any]]
+
+
+def content_of(value: Any, where: str, kinds: Sequence[str],
+               image: ImagePart | None, image_kind: str = "") -> str | list[dict[str, Any]]:
+    """A string or a list of parts as chat content: its text, or (when it holds images)
+    the chat parts, text and ``image_url`` in their order.
+
+    Args:
+        value: the API's content.
+        where: its parameter path.
+        kinds: the ``type`` names of text parts.
+        image: turns a part of type ``image_kind`` into a chat ``image_url`` part (None:
+            images are refused here).
+        image_kind: the API's name of an image part.
+
+    Raises:
+        ApiError: 400 naming the part at fault.
     """
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
         raise bad(f"'{where}' must be a string or a list of text parts", where,
                   "invalid_type")
-    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
+    has_image = False
     for i, part in enumerate(value):
         here = f"{where}[{i}]"
         kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind in ("input_image", "image"):
-            image_content(part, here)
+        if kind in ("input_image", "image", image_kind) and isinstance(part, Mapping):
+            if image is None:
+                raise not_here(here)
+            if kind != image_kind:
+                raise bad(f"'{here}' is of type {kind!r}; an image part here is of type "
+                          f"{image_kind!r}", here, "unsupported_content")
+            parts.append(image(part, here))
+            has_image = True
+            continue
         if kind not in kinds:
             raise bad(f"'{here}' must be a part of type {' or '.join(kinds)}"
                       f"{'' if kind is None else f', not {kind!r}'}", here,
@@ -108,8 +133,10 @@ def text_of(value: Any, where: str, kinds: Sequence[str]) -> str:
         text = part.get("text")
         if not isinstance(text, str):
             raise bad(f"'{here}.text' must be a string", f"{here}.text", "invalid_type")
-        texts.append(text)
-    return "".join(texts)
+        parts.append({"type": "text", "text": text})
+    if not has_image:
+        return "".join(p["text"] for p in parts)
+    return parts
 
 
 def named_event(name: str, doc: Mapping[str, Any]) -> bytes:

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.errors import ChatTemplateError
+from engine.errors import ChatTemplateError, ImageInputError
 from engine.metrics import Metrics
 from engine.requests import Chunk, GenerationRequest
 from engine.server import openai_responses as docs
@@ -40,6 +40,7 @@ from engine.server.api_common import (
     matched_stop,
     named_event,
 )
+from engine.server.api_images import fetch_images
 from engine.server.errors import ApiError
 from engine.server.generation import GenContext, Generation
 from engine.server.messages_input import MessagesRequest, to_chat
@@ -217,11 +218,13 @@ async def message_events(gen: Generation, req: MessagesRequest, state: ServerSta
 
 def count_tokens(engine: EngineLike, generation: GenerationRequest) -> int:
     """Tokens of the prompt ``generation`` renders to, with the model's own chat template
-    and tokenizer, as the engine counts it (a BOS the template leaves out is added).
+    and tokenizer, as the engine counts it (a BOS the template leaves out is added). An
+    image counts the tokens the projector makes of it: it is preprocessed (decoded and
+    resized) to know that, not encoded.
 
     Raises:
-        ApiError: the template cannot render these messages (400), or this engine cannot
-            tokenize (501).
+        ApiError: the template cannot render these messages, or an image cannot be read
+            (400), or this engine cannot tokenize (501).
     """
     tokenize = getattr(engine, "tokenize", None)
     if tokenize is None:
@@ -231,11 +234,35 @@ def count_tokens(engine: EngineLike, generation: GenerationRequest) -> int:
     except ChatTemplateError as exc:
         raise ApiError(400, f"the chat template could not render these messages: {exc}",
                        param="messages", code="template_error") from exc
-    tokens = list(tokenize(text, add_special=False))
+    if generation.images:
+        tokens = _media_tokens(engine, text, generation.images)
+    else:
+        tokens = list(tokenize(text, add_special=False))
     bos = list(tokenize("", add_special=True))
     if bos and (not tokens or tokens[0] != bos[0]):
         tokens.insert(0, bos[0])
     return max(1, len(tokens))
+
+
+def _media_tokens(engine: EngineLike, text: str, images: Sequence[bytes]) -> list[int]:
+    """The prompt's tokens with each image's run of positions (placeholders, -1)."""
+    projector = getattr(engine, "projector", None)
+    refusal = getattr(engine, "vision_refusal", "this engine takes no images")
+    if projector is None or refusal is not None:
+        raise ApiError(400, f"this model cannot take images: {refusal}", param="messages",
+                       code="images_not_supported")
+    try:
+        parts = projector.tokenize(text, images)
+    except ImageInputError as exc:
+        raise ApiError(400, str(exc), param="messages", code="invalid_image") from exc
+    tokens: list[int] = []
+    for part in parts:
+        if isinstance(part, list):
+            tokens += part
+        else:
+            tokens += [-1] * int(part.n_tokens)
+            part.free()
+    return tokens
 
 
 def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]:
@@ -246,6 +273,8 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]
         body = await kit.read_json(request)
         req = to_chat(body, limits)
         _, served = state.require()
+        if req.images is not None:
+            await fetch_images(req.images, served)
         parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
         await kit.probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "messages")
@@ -264,6 +293,8 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]
         body = await kit.read_json(request)
         req = to_chat(body, limits, counting=True)
         engine, served = state.require()
+        if req.images is not None:
+            await fetch_images(req.images, served)
         parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
         n = await asyncio.to_thread(count_tokens, engine, parsed.generation)
         return kit.json({"input_tokens": n})

@@ -1,10 +1,11 @@
 """Anthropic Messages API requests turned into the chat request the server already checks.
 
 A ``POST /v1/messages`` body (``system``, ``messages`` of content blocks with ``text``,
-``tool_use`` and ``tool_result``, ``tools`` with ``input_schema``, ``tool_choice``,
-``stop_sequences``, ``max_tokens``, sampling) becomes a ``/v1/chat/completions`` body for
-:func:`engine.server.openai_schema.parse_chat`. Every field is checked here first (400
-naming the Anthropic field), so the chat parser only ever sees a well-formed body.
+``image``, ``tool_use`` and ``tool_result`` (which may hold images too), ``tools`` with
+``input_schema``, ``tool_choice``, ``stop_sequences``, ``max_tokens``, sampling) becomes a
+``/v1/chat/completions`` body for :func:`engine.server.openai_schema.parse_chat`. Every
+field is checked here first (400 naming the Anthropic field), so the chat parser only ever
+sees a well-formed body.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.server import request_model as rm
-from engine.server.api_common import check_fields, image_content, require, text_of
+from engine.server.api_common import check_fields, content_of, require, text_of
+from engine.server.api_images import ImageParts, anthropic_image
 from engine.server.errors import bad
 from engine.server.request_model import Field, RequestLimits
 
@@ -44,22 +46,30 @@ _SKIPPED = ("thinking", "redacted_thinking")
 
 @dataclass(frozen=True)
 class MessagesRequest:
-    """A checked Messages request: the chat body and what the answer needs back."""
+    """A checked Messages request: the chat body and what the answer needs back (its
+    ``image`` blocks as chat parts, fetched before parsing)."""
 
     chat: dict[str, Any]
     stops: tuple[str, ...] = ()
     stream: bool = False
+    images: ImageParts | None = None
 
 
-def _tool_result(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _tool_result(block: Mapping[str, Any], where: str, images: ImageParts
+                 ) -> dict[str, Any]:
     if not isinstance(block.get("tool_use_id"), str):
         raise bad(f"'{where}.tool_use_id' must be a string", f"{where}.tool_use_id",
                   "invalid_type")
     content = block.get("content")
-    text = "" if content is None else text_of(content, f"{where}.content", ("text",))
+    def image(part: Mapping[str, Any], here: str) -> dict[str, Any]:
+        return anthropic_image(part, here, images)
+
+    result = "" if content is None else content_of(content, f"{where}.content", ("text",),
+                                                   image, "image")
     if block.get("is_error") is True:
-        text = f"Error: {text}"
-    return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": text}
+        result = f"Error: {result}" if isinstance(result, str) else \
+            [{"type": "text", "text": "Error: "}, *result]
+    return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": result}
 
 
 def _tool_use(block: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -72,7 +82,7 @@ def _tool_use(block: Mapping[str, Any], where: str) -> dict[str, Any]:
             "function": {"name": block["name"], "arguments": json.dumps(block["input"])}}
 
 
-def _turn(msg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+def _turn(msg: Mapping[str, Any], where: str, images: ImageParts) -> list[dict[str, Any]]:
     """The chat messages of one Anthropic message (tool results become tool messages)."""
     role = msg.get("role")
     if role not in ("user", "assistant"):
@@ -87,14 +97,16 @@ def _turn(msg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
         raise bad(f"'{where}.content' must be a string or a list of blocks",
                   f"{where}.content", "invalid_type")
     out: list[dict[str, Any]] = []
-    texts: list[str] = []
+    parts: list[dict[str, Any]] = []  # chat parts: text, and images in user messages
     calls: list[dict[str, Any]] = []
 
     def flush() -> None:
-        if texts or calls:
-            out.append({"role": role, "content": "".join(texts),
+        if parts or calls:
+            images_in = any(p["type"] == "image_url" for p in parts)
+            text = list(parts) if images_in else "".join(p["text"] for p in parts)
+            out.append({"role": role, "content": text,
                         **({"tool_calls": list(calls)} if calls else {})})
-            texts.clear()
+            parts.clear()
             calls.clear()
 
     for j, block in enumerate(content):
@@ -103,14 +115,14 @@ def _turn(msg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
         if not isinstance(block, Mapping) or not isinstance(kind, str):
             raise bad(f"'{here}' must be a block with a 'type'", here, "invalid_type")
         if kind == "text":
-            texts.append(text_of([block], here, ("text",)))
-        elif kind == "image":
-            image_content(block, here)
+            parts.append({"type": "text", "text": text_of([block], here, ("text",))})
+        elif kind == "image" and role == "user":
+            parts.append(anthropic_image(block, here, images))
         elif kind == "tool_use" and role == "assistant":
             calls.append(_tool_use(block, here))
         elif kind == "tool_result" and role == "user":
             flush()
-            out.append(_tool_result(block, here))
+            out.append(_tool_result(block, here, images))
         elif kind not in _SKIPPED:
             raise bad(f"'{here}.type' {kind!r} is not supported in a {role} message",
                       f"{here}.type", "unsupported_content")
@@ -197,13 +209,14 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
     if len(raw) > limits.max_messages:
         raise bad(f"at most {limits.max_messages} messages per request", "messages")
     messages: list[dict[str, Any]] = []
+    images = ImageParts(limits.images)
     system = _system(body.get("system"))
     if system:
         messages.append({"role": "system", "content": system})
     for i, msg in enumerate(raw):
         if not isinstance(msg, Mapping):
             raise bad(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
-        messages += _turn(msg, f"messages[{i}]")
+        messages += _turn(msg, f"messages[{i}]", images)
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     tools = _tools(body.get("tools"))
     choice = _tool_choice(body.get("tool_choice"))
@@ -220,4 +233,5 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
         if body.get(name) is not None:
             chat[name] = body[name]
     chat["max_tokens"] = 1 if counting else body["max_tokens"]
-    return MessagesRequest(chat=chat, stops=stops, stream=bool(body.get("stream")))
+    return MessagesRequest(chat=chat, stops=stops, stream=bool(body.get("stream")),
+                           images=images)

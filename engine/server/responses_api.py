@@ -36,6 +36,7 @@ from engine.server.api_common import (
     engine_failure,
     named_event,
 )
+from engine.server.api_images import fetch_images
 from engine.server.errors import ApiError
 from engine.server.generation import GenContext, Generation
 from engine.server.request_model import RequestLimits
@@ -238,6 +239,8 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
             previous = record.get("conversation") or []
         req = to_chat(body, previous, limits)
         _, served = state.require()
+        if req.images is not None:
+            await fetch_images(req.images, served)
         parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
         await kit.probe_grammar(state, parsed)
         sampling = parsed.generation.params  # the values used, defaults included

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.server import request_model as rm
-from engine.server.api_common import check_fields, image_content, text_of
+from engine.server.api_common import check_fields, content_of, not_here, text_of
+from engine.server.api_images import ImageParts, responses_image
 from engine.server.errors import bad
 from engine.server.request_model import Field, RequestLimits
 
@@ -54,6 +55,7 @@ class ResponsesRequest:
         chat: the ``/v1/chat/completions`` body.
         conversation: the chat messages of this turn and the turns before it, without
             the instructions (a continuation does not inherit them).
+        images: this turn's ``input_image`` parts as chat parts (fetched before parsing).
         echo: the request's fields the response document repeats.
         store: keep the response for ``previous_response_id``.
         stream: answer with server-sent events.
@@ -64,9 +66,11 @@ class ResponsesRequest:
     echo: dict[str, Any] = field(default_factory=dict)
     store: bool = True
     stream: bool = False
+    images: ImageParts | None = None
 
 
-def _message(item: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _message(item: Mapping[str, Any], where: str, images: ImageParts | None
+             ) -> dict[str, Any]:
     role = item.get("role")
     if role not in _ROLES:
         raise bad(f"'{where}.role' must be one of {', '.join(_ROLES)}", f"{where}.role")
@@ -79,7 +83,12 @@ def _message(item: Mapping[str, Any], where: str) -> dict[str, Any]:
         content = [{"type": p["type"], "text": p.get("refusal")}
                    if isinstance(p, Mapping) and p.get("type") == "refusal" else p
                    for p in content]
-    text = text_of(content, f"{where}.content", kinds)
+    def image(part: Mapping[str, Any], here: str) -> dict[str, Any]:
+        if role != "user" or images is None:
+            raise not_here(here)
+        return responses_image(part, here, images)
+
+    text = content_of(content, f"{where}.content", kinds, image, "input_image")
     return {"role": "system" if role == "developer" else role, "content": text}
 
 
@@ -99,8 +108,9 @@ def _call_output(item: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": item["call_id"], "content": output}
 
 
-def input_messages(value: Any) -> list[dict[str, Any]]:
-    """The chat messages of an ``input`` (a string, or a list of input items).
+def input_messages(value: Any, images: ImageParts | None = None) -> list[dict[str, Any]]:
+    """The chat messages of an ``input`` (a string, or a list of input items); its
+    ``input_image`` parts are checked and collected in ``images`` (None: refused).
 
     Consecutive ``function_call`` items join one assistant message (with the text that
     came just before them), as the chat API carries several calls of one turn.
@@ -117,7 +127,7 @@ def input_messages(value: Any) -> list[dict[str, Any]]:
             raise bad(f"'{where}' must be an object", where, "invalid_type")
         kind = item.get("type", "message")
         if kind == "message":
-            out.append(_message(item, where))
+            out.append(_message(item, where, images))
         elif kind == "function_call":
             call = _call(item, where)
             prev = out[-1] if out else None
@@ -128,7 +138,9 @@ def input_messages(value: Any) -> list[dict[str, Any]]:
         elif kind == "function_call_output":
             out.append(_call_output(item, where))
         elif kind in ("input_image", "image"):
-            image_content(item, where)
+            raise bad(f"'{where}' is an image: put it in a user message's content "
+                      "({'role': 'user', 'content': [{'type': 'input_image', ...}]})", where,
+                      "unsupported_content")
         elif kind == "reasoning":
             continue  # this server writes no reasoning items; a client's copy is dropped
         else:
@@ -201,7 +213,8 @@ def to_chat(body: Any, previous: Sequence[Mapping[str, Any]] | None,
     raw_input = body.get("input")
     if raw_input is None and previous is None:
         raise bad("'input' is required", "input", "missing_required_parameter")
-    turn = input_messages(raw_input if raw_input is not None else [])
+    images = ImageParts(limits.images)
+    turn = input_messages(raw_input if raw_input is not None else [], images)
     conversation = [dict(m) for m in previous or ()] + turn
     if not conversation:
         raise bad("'input' must hold at least one message", "input")
@@ -242,7 +255,7 @@ def to_chat(body: Any, previous: Sequence[Mapping[str, Any]] | None,
         echo["user"] = body["user"]
     return ResponsesRequest(chat=chat, conversation=tuple(conversation), echo=echo,
                             store=body.get("store", True) is not False,
-                            stream=bool(body.get("stream")))
+                            stream=bool(body.get("stream")), images=images)
 
 
 def _echo_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ against the ``anthropic`` SDK's own ``ErrorResponse`` type.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,15 @@ from engine.server.response_store import ResponseStore, StoreLimits
 from engine.server.security import SecurityPolicy
 from tests.engine.responses_schemas import validate_openai
 from tests.engine.server_fixtures import validate
+from tests.helpers.gguf_mmproj import png_bytes
 
 MODEL = ServedModel(id="tiny", n_ctx_per_seq=2048)
+VISION = ServedModel(id="tiny", n_ctx_per_seq=2048, vision_refusal=None)
+PNG = png_bytes(8, 8)
+PNG_B64 = base64.b64encode(PNG).decode()
+PNG_URL = "data:image/png;base64," + PNG_B64
+PNG_SOURCE = {"type": "base64", "media_type": "image/png", "data": PNG_B64}
+IMAGE_BLOCK = {"type": "image", "source": PNG_SOURCE}
 FN = {"type": "function", "name": "get_weather", "description": "weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
 TOOL = {"name": "get_weather", "description": "weather",
@@ -133,13 +141,87 @@ def test_responses_bad_fields_are_400_naming_the_field(body: Any, param: str) ->
     assert _responses_error(body).param == param
 
 
-def test_an_image_part_is_refused_in_both_apis() -> None:
-    err = _responses_error({"model": "tiny", "input": [{"role": "user", "content": [
-        {"type": "input_image", "image_url": "data:image/png;base64,AA=="}]}]})
-    assert "does not read images" in err.message and err.param == "input[0].content[0]"
-    err = _messages_error({"model": "tiny", "max_tokens": 5, "messages": [
-        {"role": "user", "content": [{"type": "image", "source": {"type": "base64"}}]}]})
-    assert "does not read images" in err.message
+def test_images_in_both_apis_become_chat_image_parts() -> None:
+    req = responses_input.to_chat({"model": "tiny", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "What is it?"},
+        {"type": "input_image", "image_url": PNG_URL, "detail": "low"}]}]}, None, LIMITS)
+    assert req.chat["messages"][0]["content"] == [
+        {"type": "text", "text": "What is it?"},
+        {"type": "image_url", "image_url": {"url": PNG_URL}}]
+    assert parse_chat(req.chat, VISION, LIMITS).generation.images == (PNG,)
+    req2 = messages_input.to_chat({"model": "tiny", "max_tokens": 5, "messages": [
+        {"role": "user", "content": [IMAGE_BLOCK, {"type": "text", "text": "And this?"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "look",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                      "is_error": True, "content": [IMAGE_BLOCK]}]}]},
+        LIMITS)
+    msgs = req2.chat["messages"]
+    assert msgs[0]["content"][0] == {"type": "image_url", "image_url": {"url": PNG_URL}}
+    assert msgs[2]["role"] == "tool" and msgs[2]["content"][0]["text"] == "Error: "
+    assert parse_chat(req2.chat, VISION, LIMITS).generation.images == (PNG, PNG)
+    # a model without a projector: the chat parser's own refusal
+    assert _messages_error({"model": "tiny", "max_tokens": 5, "messages": [
+        {"role": "user", "content": [IMAGE_BLOCK]}]}).code == "images_not_supported"
+
+
+def _image_msg(block: Any, role: str = "user") -> dict[str, Any]:
+    return {"model": "tiny", "max_tokens": 5, "messages": [{"role": role, "content": [block]}]}
+
+
+def _input_image(part: Any, role: str = "user") -> dict[str, Any]:
+    return {"model": "tiny", "input": [{"role": role, "content": [
+        {"type": "input_image", **part}]}]}
+
+
+_P = "input[0].content[0]"
+_S = "messages[0].content[0].source"
+
+
+@pytest.mark.parametrize(("body", "param", "code"), [
+    (_input_image({"file_id": "file-1"}), f"{_P}.file_id", "unsupported_value"),
+    (_input_image({"image_url": 5}), f"{_P}.image_url", "invalid_type"),
+    (_input_image({"image_url": PNG_URL, "detail": "max"}), f"{_P}.detail", "invalid_value"),
+    (_input_image({"image_url": "data:image/png;base64,!!"}), f"{_P}.image_url",
+     "invalid_image_url"),
+    (_input_image({"image_url": "ftp://x/y.png"}), f"{_P}.image_url", "invalid_image_url"),
+    (_input_image({"image_url": PNG_URL}, "assistant"), _P, "unsupported_content"),
+    ({"model": "tiny", "input": [{"type": "input_image", "image_url": PNG_URL}]}, "input[0]",
+     "unsupported_content"),
+    ({"model": "tiny", "input": [{"type": "function_call_output", "call_id": "c", "output": [
+        {"type": "input_image", "image_url": PNG_URL}]}]}, "input[0].output[0]",
+     "unsupported_content"),
+    ({"model": "tiny", "input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": PNG_URL}] * 9}]}, "input[0].content[8].image_url",
+     "too_many_images"),
+])
+def test_bad_input_images_are_400_naming_the_field(body: Any, param: str, code: str) -> None:
+    err = _responses_error(body)
+    assert (err.param, err.code) == (param, code), err.message
+
+
+@pytest.mark.parametrize(("body", "param", "code"), [
+    (_image_msg({"type": "image", "source": {**PNG_SOURCE, "media_type": "image/bmp"}}),
+     f"{_S}.media_type", "invalid_value"),
+    (_image_msg({"type": "image", "source": {**PNG_SOURCE, "media_type": "image/jpeg"}}),
+     f"{_S}.media_type", "invalid_image"),
+    (_image_msg({"type": "image", "source": {**PNG_SOURCE, "data": "not base64!"}}),
+     f"{_S}.data", "invalid_image"),
+    (_image_msg({"type": "image", "source": {**PNG_SOURCE, "data": "aGVsbG8="}}),
+     f"{_S}.data", "invalid_image"),
+    (_image_msg({"type": "image", "source": {"type": "file", "file_id": "f"}}),
+     f"{_S}.type", "unsupported_value"),
+    (_image_msg({"type": "image", "source": {"type": "url", "url": "ftp://x/y.png"}}),
+     f"{_S}.url", "invalid_image_url"),
+    (_image_msg({"type": "image", "source": "x"}), _S, "invalid_type"),
+    (_image_msg(IMAGE_BLOCK, "assistant"), "messages[0].content[0].type",
+     "unsupported_content"),
+    ({"model": "tiny", "max_tokens": 5, "system": [IMAGE_BLOCK],
+      "messages": [{"role": "user", "content": "x"}]}, "system[0]", "unsupported_content"),
+])
+def test_bad_image_blocks_are_400_naming_the_field(body: Any, param: str, code: str) -> None:
+    err = _messages_error(body)
+    assert (err.param, err.code) == (param, code), err.message
 
 
 @pytest.mark.parametrize(("body", "param"), [
@@ -240,7 +322,10 @@ def test_malformed_bodies_are_400_not_500_over_http() -> None:
             ("/v1/messages", deep), ("/v1/responses", deep),
             ("/v1/messages", "[]"), ("/v1/responses", "\"hi\""),
             ("/v1/messages", '{"model": "t", "max_tokens": 1, "messages": ' + deep + "}"),
-            ("/v1/responses", '{"model": "t", "input": ' + deep + "}")):
+            ("/v1/responses", '{"model": "t", "input": ' + deep + "}"),
+            ("/v1/messages", json.dumps(_image_msg({"type": "image", "source": {
+                **PNG_SOURCE, "media_type": "image/gif"}}))),
+            ("/v1/responses", json.dumps(_input_image({"file_id": "file-1"})))):
         resp = client.post(path, content=body.encode(),
                            headers={"content-type": "application/json"})
         assert resp.status_code == 400, (path, body[:40], resp.text)
@@ -290,9 +375,9 @@ def _mutated(valid: dict[str, Any]) -> st.SearchStrategy[Any]:
     return st.builds(replace, st.sampled_from(sorted(valid)), _JSON, st.integers(-1, 3))
 
 
-def _never_500(translate: Any, body: Any) -> None:
+def _never_500(translate: Any, body: Any, model: ServedModel = MODEL) -> None:
     try:
-        parse_chat(translate(body).chat, MODEL, LIMITS)
+        parse_chat(translate(body).chat, model, LIMITS)
     except ApiError as err:
         assert 400 <= err.status < 500, err.to_json()
 
@@ -307,6 +392,39 @@ def test_any_responses_body_is_accepted_or_a_4xx(body: Any) -> None:
 @given(body=_mutated(_VALID_MESSAGES) | _JSON)
 def test_any_messages_body_is_accepted_or_a_4xx(body: Any) -> None:
     _never_500(lambda b: messages_input.to_chat(b, LIMITS), body)
+
+
+_IMAGE_VALUE = _JSON | st.sampled_from([
+    PNG_URL, PNG_B64, "data:image/png;base64,!!", "https://x.invalid/a.png", "ftp://x",
+    "image/png", "image/jpeg", "image/webp", "base64", "url", "file", "auto", "low"])
+_IMAGE_KEYS = st.sampled_from(["type", "media_type", "data", "url", "file_id",
+                               "image_url", "detail"])
+
+
+def _with(base: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """``base`` with some of its keys set to any value (an image part's or source's)."""
+    return st.builds(lambda extra: {**base, **extra},
+                     st.dictionaries(_IMAGE_KEYS, _IMAGE_VALUE, max_size=3))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(part=_with({"type": "input_image", "image_url": PNG_URL}),
+       role=st.sampled_from(["user", "assistant", "system"]))
+def test_any_input_image_is_accepted_or_a_4xx(part: Any, role: str) -> None:
+    body = {"model": "tiny", "input": [{"role": role, "content": [
+        part, {"type": "input_text", "text": "x"}]}]}
+    _never_500(lambda b: responses_input.to_chat(b, None, LIMITS), body, VISION)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(source=_with(PNG_SOURCE), in_result=st.booleans())
+def test_any_image_block_is_accepted_or_a_4xx(source: Any, in_result: bool) -> None:
+    block = {"type": "image", "source": source}
+    content = [{"type": "tool_result", "tool_use_id": "t", "content": [block]}] \
+        if in_result else [block]
+    body = {"model": "tiny", "max_tokens": 3, "messages": [
+        {"role": "user", "content": [*content, {"type": "text", "text": "x"}]}]}
+    _never_500(lambda b: messages_input.to_chat(b, LIMITS), body, VISION)
 
 
 def test_a_browser_origin_may_send_anthropic_version_and_delete_a_response() -> None:

@@ -13,6 +13,7 @@ Lean on purpose: greedy, a few tokens per answer.
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.error
 import urllib.request
@@ -30,6 +31,7 @@ from tests.engine.server_fixtures import (  # noqa: F401
     client_fixture,
     server_fixture,
 )
+from tests.helpers.gguf_mmproj import png_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -272,6 +274,21 @@ def test_a_streamed_text_message_and_its_ping(server: ServerProcess) -> None:
             STREAM_EVENT.validate_python(event, strict=True)
     usage = events[-2]["usage"]
     assert usage["output_tokens"] == events[-2]["timings"]["generated_tokens"] <= 4
+
+
+def test_a_text_only_model_refuses_images_in_each_apis_shape(server: ServerProcess) -> None:
+    png = base64.b64encode(png_bytes(4, 4)).decode()
+    status, err = _request(server, "POST", "/v1/responses", {
+        "model": server.model, "input": [{"role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64," + png}]}]})
+    assert status == 400 and err["error"]["code"] == "images_not_supported"
+    validate_openai(err, "ErrorResponse")
+    status, err = _request(server, "POST", "/v1/messages", {
+        "model": server.model, "max_tokens": 2, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": png}}]}]})
+    assert status == 400 and "cannot take images" in err["error"]["message"]
+    anthropic.types.ErrorResponse.model_validate(err, strict=True)
 
 
 def test_messages_malformed_requests_are_400_in_anthropics_shape(
