@@ -70,3 +70,7 @@ class DetectionCancelled(EngineError):
 
 class EngineBuildError(EngineError, RuntimeError):
     """An engine build cannot be activated (``llama_cpp`` already loaded from another)."""
+
+
+class NotGenerativeError(EngineError, ValueError):
+    """A text-generation request to a model that only embeds (an encoder such as BERT)."""

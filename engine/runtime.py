@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import run_records
 from engine.chat_template import render_chat
@@ -31,6 +31,9 @@ from engine.native.tokens import Vocab
 from engine.requests import Chunk, GenerationRequest, RequestHandle
 from engine.scheduler import Admission, Scheduler
 from engine.speculative import Drafter
+
+if TYPE_CHECKING:
+    from engine.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,8 @@ class Engine:
         OutOfMemoryError: a buffer could not be allocated (says what was asked and free).
         ModelLoadCancelled: ``progress`` returned False.
     """
+
+    embedder: Embedder | None = None  # embeddings over the same weights (serve --embeddings)
 
     def __init__(self, spec: LaunchSpec, *, queue_size: int = 64,
                  progress: Callable[[float], bool] | None = None) -> None:
@@ -122,6 +127,11 @@ class Engine:
         if self.speculation_refusal is not None:
             return ("off",)
         return ("off", *self._scheduler.drafters)
+
+    @property
+    def native_model(self) -> NativeModel:
+        """The loaded model (for a second context over the same weights)."""
+        return self._model
 
     @property
     def n_ctx_per_seq(self) -> int:
@@ -202,6 +212,8 @@ class Engine:
             self._closed.set()
         self._thread.join()
         self._drain_queue()
+        if self.embedder is not None:
+            self.embedder.close()
         self._scheduler.free()
         self._ctx.free()
         self._model.free()

@@ -35,6 +35,7 @@ from engine.server import openai_schema as oa
 from engine.server import sse
 from engine.server import tools as toolcalls
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
+from engine.server.embeddings_api import embedding_routes
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
 from engine.server.grammar_budget import BudgetExceeded
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
@@ -50,11 +51,13 @@ from engine.server.security import (
 )
 from engine.server.server_metrics import ServerMetrics
 from engine.server.state import RETRY_AFTER_S, EngineLike, ServerState, template_renders_tools
+from engine.server.tokenize_api import tokenize_routes
 
 log = logging.getLogger(__name__)
 
 ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
-                       "/metrics", "/v1/loadout/status", ACCESS_PATH})
+                       "/metrics", "/v1/loadout/status", ACCESS_PATH,
+                       "/v1/embeddings", "/v1/tokenize", "/v1/detokenize"})
 
 
 class _JSONResponse(JSONResponse):
@@ -206,6 +209,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
         routes += [Route(f"{prefix}/models", models, methods=["GET"]),
                    Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
                    Route(f"{prefix}/completions", completions, methods=["POST"])]
+    routes += embedding_routes(ctx, _read_json) + tokenize_routes(ctx, _read_json)
     return routes
 
 
