@@ -3,7 +3,7 @@
 An :class:`Embedder` owns an :class:`~engine.native.embeddings.EmbeddingContext` over a
 loaded model and the one thread that ever touches it. Jobs (one per HTTP request, each a
 list of inputs) wait in a queue; the worker takes every job waiting, packs their inputs
-into as few encodes as the context allows (``n_seq_max`` inputs, ``n_batch`` tokens each)
+into encodes of about ``ENCODE_TOKENS`` tokens (``n_seq_max`` inputs at most) each
 and answers each job's future. Callers never block on llama.cpp: the server awaits the
 future from the event loop.
 """
@@ -29,6 +29,8 @@ from engine.native.model import NativeModel
 log = logging.getLogger(__name__)
 
 _STOP = None
+ENCODE_TOKENS = 512  # tokens packed into one encode (more when one input is longer)
+MAX_INPUT_TOKENS = 8192  # the longest input, whatever the model's context
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,7 @@ def normalise(rows: np.ndarray) -> np.ndarray:
 
 def pack(lengths: Sequence[int], max_tokens: int, max_inputs: int) -> list[list[int]]:
     """Indices of inputs grouped into encodes, in order: each group at most ``max_inputs``
-    inputs and ``max_tokens`` tokens together (an input is never longer than
-    ``max_tokens``)."""
+    inputs and ``max_tokens`` tokens together, or one input alone that is longer."""
     groups: list[list[int]] = []
     current: list[int] = []
     used = 0
@@ -96,7 +97,9 @@ class Embedder:
 
     def __init__(self, model: NativeModel, spec: LaunchSpec, *, pooling: str | None,
                  max_input_tokens: int, queue_size: int = 64, warm_up: bool = True) -> None:
-        n_batch = max(512, min(max(spec.n_batch, max_input_tokens), 8192))
+        # the context holds the longest input; encodes pack up to ENCODE_TOKENS (attention
+        # within one encode costs the square of its tokens, whichever sequence they are of)
+        n_batch = max(ENCODE_TOKENS, min(max_input_tokens, MAX_INPUT_TOKENS))
         shape = EmbeddingShape(n_batch=n_batch,
                                pooling=POOLING_IDS[pooling] if pooling else -1)
         self._ctx = EmbeddingContext(model, spec, shape)
@@ -203,7 +206,7 @@ class Embedder:
             job.rows = np.empty((len(job.inputs), self.n_embd), dtype=np.float32)
         lengths = [len(job.inputs[i]) for job, i in flat]
         try:
-            for group in pack(lengths, self._ctx.n_batch, self._ctx.n_seq_max):
+            for group in pack(lengths, ENCODE_TOKENS, self._ctx.n_seq_max):
                 rows = self._ctx.encode([flat[k][0].inputs[flat[k][1]] for k in group])
                 for r, k in enumerate(group):
                     job, i = flat[k]

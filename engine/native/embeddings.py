@@ -74,6 +74,7 @@ class EmbeddingContext:
         params.n_batch = params.n_ubatch = shape.n_batch
         params.n_ctx = shape.n_batch  # a causal model's cache holds one batch at a time
         params.kv_unified = True
+        params.flash_attn_type = -1  # llama.cpp decides (on where the device supports it)
         with capture_native_log() as captured:
             ptr = lib.llama_init_from_model(model.ptr, params)
         if not ptr:
