@@ -21,6 +21,8 @@ import jsonschema
 import numpy as np
 import openai
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.engine.server_fixtures import ServerProcess
 from tests.helpers.gguf_bert import BertShape, write_bert
@@ -249,3 +251,28 @@ def test_a_model_without_pooling_starts_and_refuses_embeddings(tmp_path: Path) -
         assert status == 200 and doc["tokens"]
     finally:
         server.stop()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 10**12) | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                 max_size=4),
+    max_leaves=12)
+TOKEN_LISTS = st.lists(st.integers(-3, 400), max_size=6) | st.lists(
+    st.lists(st.integers(-3, 400), max_size=5), max_size=4)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(route=st.sampled_from(["/v1/embeddings", "/tokenize", "/detokenize"]),
+       value=JSON | TOKEN_LISTS, extra=JSON, fmt=JSON)
+def test_no_body_gets_a_server_error(bert_server: ServerProcess, route: str, value: Any,
+                                     extra: Any, fmt: Any) -> None:
+    body = {"/v1/embeddings": {"model": bert_server.model, "input": value,
+                               "encoding_format": fmt, "dimensions": extra},
+            "/tokenize": {"content": value, "add_special": extra, "with_pieces": fmt},
+            "/detokenize": {"tokens": value}}[route]
+    status, doc = post(bert_server, route, json.dumps(body).encode())
+    assert status in (200, 400), (status, doc)
+    if status == 400:
+        assert doc["error"]["message"] and doc["error"]["type"] == "invalid_request_error"
