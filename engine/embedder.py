@@ -18,13 +18,14 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from engine.errors import EngineClosedError, QueueFullError
 from engine.launch import LaunchSpec
 from engine.native.embeddings import POOLING_IDS, EmbeddingContext, EmbeddingShape
-from engine.native.model import NativeModel
+from engine.native.model import NativeModel, llama
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class Embedder:
         self.max_input_tokens = min(max_input_tokens, self._ctx.n_batch)
         self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=max(1, queue_size))
         self._closed = threading.Event()
-        self._warm = [model.vocab] if warm_up else []
+        self._warm_vocab: Any = model.vocab if warm_up else None
         self.embedded_inputs = 0
         self.embedded_tokens = 0
         self._ready = threading.Event()
@@ -168,12 +169,10 @@ class Embedder:
     def _run(self) -> None:
         # the first encode runs here, as every later one does (one OpenMP team per thread)
         try:
-            if self._warm:
-                from engine.native.model import llama
-
+            if self._warm_vocab is not None:
                 lib = llama()
-                first = [t for t in (lib.llama_vocab_bos(self._warm[0]),
-                                     lib.llama_vocab_sep(self._warm[0])) if t >= 0] or [0]
+                first = [t for t in (lib.llama_vocab_bos(self._warm_vocab),
+                                     lib.llama_vocab_sep(self._warm_vocab)) if t >= 0] or [0]
                 self._ctx.encode([first])
         except BaseException as exc:
             self._error = exc
@@ -200,8 +199,11 @@ class Embedder:
             self._serve(jobs)
 
     def _serve(self, jobs: list[_Job]) -> None:
+        """Encode the jobs' inputs packed together; each job is answered as soon as its
+        last input is encoded (its answer is written while the next encodes run)."""
         live = [j for j in jobs if j.future.set_running_or_notify_cancel()]
         flat = [(j, i) for j in live for i in range(len(j.inputs))]
+        left = {id(job): len(job.inputs) for job in live}
         for job in live:
             job.rows = np.empty((len(job.inputs), self.n_embd), dtype=np.float32)
         lengths = [len(job.inputs[i]) for job, i in flat]
@@ -212,16 +214,19 @@ class Embedder:
                     job, i = flat[k]
                     assert job.rows is not None
                     job.rows[i] = rows[r]
+                    left[id(job)] -= 1
+                    if not left[id(job)]:
+                        self._answer(job)
         except Exception as exc:
             log.exception("embedding failed")
             for job in live:
-                job.future.set_exception(exc)
-            return
-        now = time.perf_counter()
-        for job in live:
-            assert job.rows is not None
-            tokens = sum(len(t) for t in job.inputs)
-            self.embedded_inputs += len(job.inputs)
-            self.embedded_tokens += tokens
-            job.future.set_result(EmbeddingResult(normalise(job.rows), tokens,
-                                                  now - job.received))
+                if left[id(job)]:
+                    job.future.set_exception(exc)
+
+    def _answer(self, job: _Job) -> None:
+        assert job.rows is not None
+        tokens = sum(len(t) for t in job.inputs)
+        self.embedded_inputs += len(job.inputs)
+        self.embedded_tokens += tokens
+        job.future.set_result(EmbeddingResult(normalise(job.rows), tokens,
+                                              time.perf_counter() - job.received))
