@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from tests.engine.server_fixtures import ServerProcess
 from tests.helpers.gguf_bert import BertShape, write_bert
+from tests.helpers.gguf_factory import Shape, write_llama
 
 pytestmark = pytest.mark.slow
 
@@ -276,3 +277,27 @@ def test_no_body_gets_a_server_error(bert_server: ServerProcess, route: str, val
     assert status in (200, 400), (status, doc)
     if status == 400:
         assert doc["error"]["message"] and doc["error"]["type"] == "invalid_request_error"
+
+
+def test_a_causal_embedding_model_pools_its_last_token(tmp_path: Path) -> None:
+    """A decoder that declares pooling (as Qwen3-Embedding does) is an embedding model
+    whose sequences live in a KV cache: batched inputs must not see each other, and the
+    cache is emptied between encodes."""
+    path = write_llama(tmp_path / "causal-embed.gguf",
+                       Shape(n_ctx_train=256, extra_kv={"llama.pooling_type": 3}))
+    server = ServerProcess(str(path), "--threads", "1", home=tmp_path).start()
+    try:
+        client = openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0,
+                               timeout=60)
+        texts = ["abc def", "ghi", "abc def ghi jkl"]
+        batch = vectors(client, server.model, texts)
+        assert batch.shape == (3, 64)
+        np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1.0, rtol=1e-5)
+        for i, text in enumerate(reversed(texts)):
+            alone = vectors(client, server.model, text)
+            np.testing.assert_allclose(alone[0], batch[2 - i], atol=1e-4)
+        status, doc = post(server, "/v1/chat/completions", {
+            "model": server.model, "messages": [{"role": "user", "content": "hi"}]})
+        assert status == 400 and doc["error"]["code"] == "model_not_generative"
+    finally:
+        server.stop()
