@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 CTX = "ChatView"
 COPY_SCHEME = "copy"
+IMAGE_SCHEME = "loadout-image"  # an attachment's thumbnail: loadout-image:ID
 
 _YOU = QT_TRANSLATE_NOOP("ChatView", "You")
 _ASSISTANT = QT_TRANSLATE_NOOP("ChatView", "Assistant")
@@ -32,6 +33,8 @@ _DECODE = QT_TRANSLATE_NOOP("ChatView", "decode {value} t/s")
 _E2E = QT_TRANSLATE_NOOP("ChatView", "end-to-end {value} t/s")
 _TOKENS = QT_TRANSLATE_NOOP("ChatView", "{prompt} prompt tokens ({cached} cached), "
                                         "{generated} generated")
+_IMAGES = QT_TRANSLATE_NOOP("ChatView", "{count} image(s) of {tokens} tokens, encoded in "
+                                        "{value} (inside TTFT)")
 _ACCEPT = QT_TRANSLATE_NOOP("ChatView", "acceptance {share} ({per_step} tokens per step)")
 _GUARD_STOP = QT_TRANSLATE_NOOP("ChatView", "The loop guard stopped this answer: it was "
                                             "repeating itself.")
@@ -68,6 +71,12 @@ def footer_text(timings: Mapping[str, Any]) -> str:
     parts.append(_tr(_TOKENS).format(prompt=int(timings.get("prompt_tokens") or 0),
                                      cached=int(timings.get("cached_tokens") or 0),
                                      generated=int(timings.get("generated_tokens") or 0)))
+    images = int(timings.get("images") or 0)
+    if images:
+        encode = _num(timings.get("image_encode_s"))
+        parts.append(_tr(_IMAGES).format(
+            count=images, tokens=int(timings.get("image_tokens") or 0),
+            value=fmt_seconds(encode) if encode is not None else "—"))
     acceptance = _num(timings.get("acceptance"))
     if acceptance is not None:
         per_step = _num(timings.get("tokens_per_step")) or 0.0
@@ -128,6 +137,9 @@ def render(messages: Sequence[Message], error: str = "", first_block: int = 0,
         body = _with_copy_links(message.content, blocks, first_block) \
             if message.role == "assistant" \
             else message.content
+        pictures = " ".join(f"![image]({IMAGE_SCHEME}:{i})" for i in message.images)
+        if pictures:
+            body = f"{pictures}\n\n{body}" if body else pictures
         parts.append(f"**{who}**\n\n{body or '…'}\n")
         if message.role == "assistant":
             notes = []

@@ -41,6 +41,13 @@ CREATE TABLE IF NOT EXISTS messages (
     created REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, id);
+CREATE TABLE IF NOT EXISTS attachments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    mime TEXT NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attachments_by_message ON attachments(message_id, id);
 """
 
 # Low randomness: what small models (the demo first) answer best with, as their authors advise.
@@ -65,6 +72,7 @@ class Message:
     content: str
     timings: dict[str, Any] = field(default_factory=dict)
     finish_reason: str | None = None
+    images: tuple[int, ...] = ()  # attachment ids (images a question carries)
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,26 @@ class ChatStore:
         rows = self._db.execute(
             "SELECT id, role, content, timings, finish_reason FROM messages "
             "WHERE conversation_id = ? ORDER BY id", (conversation_id,)).fetchall()
-        return [Message(int(r[0]), str(r[1]), str(r[2]), _loads(r[3]), r[4]) for r in rows]
+        images: dict[int, list[int]] = {}
+        for att_id, msg_id in self._db.execute(
+                "SELECT a.id, a.message_id FROM attachments a JOIN messages m "
+                "ON a.message_id = m.id WHERE m.conversation_id = ? ORDER BY a.id",
+                (conversation_id,)):
+            images.setdefault(int(msg_id), []).append(int(att_id))
+        return [Message(int(r[0]), str(r[1]), str(r[2]), _loads(r[3]), r[4],
+                        tuple(images.get(int(r[0]), ()))) for r in rows]
+
+    def add_image(self, message_id: int, mime: str, data: bytes) -> int:
+        """Attach an image file to a message; returns the attachment's id."""
+        cur = self._db.execute("INSERT INTO attachments (message_id, mime, data) "
+                               "VALUES (?, ?, ?)", (message_id, mime, sqlite3.Binary(data)))
+        return int(cur.lastrowid or 0)
+
+    def image(self, attachment_id: int) -> tuple[str, bytes] | None:
+        """An attachment's (mime type, bytes), or None."""
+        row = self._db.execute("SELECT mime, data FROM attachments WHERE id = ?",
+                               (attachment_id,)).fetchone()
+        return (str(row[0]), bytes(row[1])) if row else None
 
     def add_message(self, conversation_id: int, role: str, content: str) -> int:
         """Append a message; returns its id."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psutil
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer
@@ -47,6 +47,8 @@ from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from engine import engine_select
 from planner.inventory import Inventory
+from planner.profile import ModelProfile
+from planner.projector import ProjectorProfile
 
 log = logging.getLogger(__name__)
 
@@ -227,14 +229,15 @@ class MainWindow(QMainWindow):
         target = Path(path)
 
         def read(_job: Job) -> object:
-            return services.read_profile(target)
+            return services.read_profile(target), services.read_projector(target)
 
         self.plan.set_busy(True)
         self.runner.submit("profile", read,
-                           lambda profile: self._on_profile_read(target, profile, show))
+                           lambda read_: self._on_profile_read(target, read_, show))
 
-    def _on_profile_read(self, path: Path, profile: object, show: bool) -> None:
-        self.state.set_model(path, profile)  # type: ignore[arg-type]
+    def _on_profile_read(self, path: Path, read: object, show: bool) -> None:
+        profile, projector = cast("tuple[ModelProfile, ProjectorProfile | None]", read)
+        self.state.set_model(path, profile, projector)
         self._on_engine_state(self.engine.state)  # Load again, or Load for another model
         if show:
             self.show_page("plan")

@@ -104,6 +104,7 @@ def _bar(device: Mapping[str, Any], names: Mapping[str, str], roles: Mapping[str
         MapSegment("experts", experts, expert_ranges),
         MapSegment("kv", int(device.get("kv_bytes", 0)), layers),
         MapSegment("compute", int(device.get("compute_bytes", 0))),
+        MapSegment("projector", int(device.get("projector_bytes", 0))),
         MapSegment("reserve", int(device.get("reserve_bytes", 0))),
     ]
     capacity = int(device.get("capacity_bytes", 0))

@@ -13,6 +13,7 @@ from pathlib import Path
 from app.workers import Job
 from planner.inventory import Inventory
 from planner.profile import ModelProfile
+from planner.projector import ProjectorProfile
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,21 @@ def read_profile(path: Path) -> ModelProfile:
 
     profile: ModelProfile = load_profile(path)
     return profile
+
+
+def read_projector(model_path: Path) -> ProjectorProfile | None:
+    """The profile of the vision projector paired with a model (None: none, or unreadable)."""
+    from engine.gguf_file import load_projector
+    from engine.models import paired_projector
+
+    path = paired_projector(Path(model_path))
+    if path is None:
+        return None
+    try:
+        return load_projector(path)
+    except (OSError, ValueError) as exc:
+        log.warning("the projector %s could not be read: %s", path.name, exc)
+        return None
 
 
 def read_rig(path: Path) -> Inventory:

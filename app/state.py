@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from app.settings_store import AppSettings, save_settings
 from planner.inventory import Inventory
 from planner.profile import ModelProfile
+from planner.projector import ProjectorProfile
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class AppState(QObject):
         self.whatif: Inventory | None = None
         self.model_path: Path | None = None
         self.profile: ModelProfile | None = None
+        self.projector: ProjectorProfile | None = None  # the model's vision projector
         self.plan: object | None = None
 
     def machine(self) -> Inventory | None:
@@ -67,9 +69,10 @@ class AppState(QObject):
         self.whatif = inventory
         self.sig_machine_changed.emit()
 
-    def set_model(self, path: Path, profile: ModelProfile) -> None:
-        """Make ``path`` the selected model."""
-        self.model_path, self.profile = path, profile
+    def set_model(self, path: Path, profile: ModelProfile,
+                  projector: ProjectorProfile | None = None) -> None:
+        """Make ``path`` the selected model (``projector``: its vision projector)."""
+        self.model_path, self.profile, self.projector = path, profile, projector
         self.sig_model_changed.emit()
 
     def set_plan(self, plan: object) -> None:

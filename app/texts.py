@@ -59,6 +59,7 @@ SEGMENT_NAMES: dict[str, str] = {
     "experts": QT_TRANSLATE_NOOP("Codes", "Experts"),
     "kv": QT_TRANSLATE_NOOP("Codes", "KV cache"),
     "compute": QT_TRANSLATE_NOOP("Codes", "Compute buffers"),
+    "projector": QT_TRANSLATE_NOOP("Codes", "Vision projector"),
     "reserve": QT_TRANSLATE_NOOP("Codes", "Reserve"),
     "free": QT_TRANSLATE_NOOP("Codes", "Free"),
     "over": QT_TRANSLATE_NOOP("Codes", "Over capacity"),

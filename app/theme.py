@@ -24,6 +24,7 @@ SEGMENT_COLORS: dict[str, tuple[str, str]] = {
     "experts": ("#8a4fd0", "#a874ee"),
     "kv": ("#1f9d74", "#33c08f"),
     "compute": ("#d98a1c", "#f0a53a"),
+    "projector": ("#c2477f", "#e0669c"),
     "reserve": ("#9a9a9a", "#6e6e6e"),
     "free": ("#e6e9ef", "#2c3038"),
     "over": ("#d23c3c", "#ff5c5c"),

@@ -14,9 +14,10 @@ width, 128 experts, 152k vocabulary), at two contexts, three KV types and
 reads the buffer sizes from llama.cpp's own log (model, KV + RS, compute, output) and
 compares them with ``planner.memory.estimate``. The hybrid model (one NextN block) is also
 loaded with its MTP draft context (``+mtp`` rows: both contexts summed). llama.cpp prints
-MiB with two decimals, so each part's error allows that rounding (0.005 MiB). Goal: total
-within 3%, never under-predicting the total by more than 2%, each part within 5%. Exit
-code 1 if missed.
+MiB with two decimals, so each part's error allows that rounding (0.005 MiB). Vision
+projectors (LLaVA's and Gemma 3's, from ``bench/vision.py``) are compared too: weights
+and compute buffer. Goal: total within 3%, never under-predicting the total by more than
+2%, each part within 5%. Exit code 1 if missed.
 
 The weights are F16 (synthetic) and Q4_1 (demo), types the CPU backend does not repack.
 For Q4_0/Q4_K/IQ4_NL/... matrices it repacks into a ``CPU_REPACK`` buffer while the
@@ -262,7 +263,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"worst {part:<8} {worst.error_pct:+6.2f}%  ({worst.model} ctx {worst.n_ctx} "
               f"{worst.kv} x{worst.n_seq});  most under {under.error_pct:+6.2f}%")
     misses = verdict(rows)
-    print(f"{len(rows)} comparisons in {time.perf_counter() - start:.1f} s: "
+    from bench.vision import memory_misses, print_memory, projector_rows
+
+    with tempfile.TemporaryDirectory(prefix="loadout-mmproj-") as tmp:
+        projectors = projector_rows(Path(tmp))  # vision projectors: weights + compute
+    print_memory(projectors)
+    misses += memory_misses(projectors)
+    rows_n = len(rows) + len(projectors)
+    print(f"{rows_n} comparisons in {time.perf_counter() - start:.1f} s: "
           + ("all goals met" if not misses else f"{len(misses)} goal(s) missed"))
     for miss in misses[:20]:
         print("  MISSED", miss)

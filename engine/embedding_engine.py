@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.embedder import Embedder
 from engine.errors import ChatTemplateError, NotGenerativeError
@@ -25,6 +25,9 @@ from engine.native.embeddings import POOLING_NAMES
 from engine.native.model import NativeModel
 from engine.native.tokens import Vocab
 from engine.requests import GenerationRequest, RequestHandle
+
+if TYPE_CHECKING:
+    from engine.runtime import Engine
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +192,7 @@ class EmbeddingEngine:
 
 def open_engine(spec: LaunchSpec, *, queue_size: int = 64,
                 progress: Callable[[float], bool] | None = None,
-                embeddings: bool = False) -> Any:
+                embeddings: bool = False) -> Engine | EmbeddingEngine:
     """The engine that serves ``spec``'s model: an :class:`EmbeddingEngine` for an
     embedding model, else an :class:`engine.runtime.Engine`, with an embedder over the
     same weights (``CAUSAL_POOLING`` pooling) when ``embeddings`` is asked for.

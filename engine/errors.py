@@ -72,5 +72,10 @@ class EngineBuildError(EngineError, RuntimeError):
     """An engine build cannot be activated (``llama_cpp`` already loaded from another)."""
 
 
+class ImageInputError(EngineError, ValueError):
+    """An image a request carries cannot be used: the model has no projector, or the bytes
+    are not an image llama.cpp can decode, or encoding it failed."""
+
+
 class NotGenerativeError(EngineError, ValueError):
     """A text-generation request to a model that only embeds (an encoder such as BERT)."""

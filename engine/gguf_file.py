@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from engine.errors import ModelNotFoundError
-from planner.gguf import read_profile
+from planner.gguf import read_header, read_profile
 from planner.profile import ModelProfile
+from planner.projector import ProjectorProfile, projector_profile
 
 log = logging.getLogger(__name__)
 
@@ -97,3 +98,19 @@ def load_profile(path: str | Path) -> ModelProfile:
             _cache.pop(next(iter(_cache)))
         _cache[key] = profile
     return profile
+
+
+def load_projector(path: str | Path) -> ProjectorProfile:
+    """Read the profile of a vision projector (``mmproj-*.gguf``) from its header.
+
+    Raises:
+        ModelNotFoundError: no such file.
+        planner.errors.GGUFError: the header cannot be read.
+        ValueError: the file is not a vision projector.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelNotFoundError(f"no such projector file: {path}")
+    with open(path, "rb") as handle:
+        header = read_header(file_read_at(handle), path.stat().st_size)
+    return projector_profile(header)

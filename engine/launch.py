@@ -86,6 +86,10 @@ class LaunchSpec:
     # the plan's features and raw predicted figures (JSON), recorded with every finished
     # request (engine/run_records.py); "" records nothing
     run_features: str = ""
+    # the multimodal projector (mmproj GGUF) loaded beside the model, for images; with
+    # mmproj_offload it goes to the GPU llama.cpp picks, else it stays on the CPU
+    mmproj_path: str | None = None
+    mmproj_offload: bool = True
 
     def __post_init__(self) -> None:
         if self.split_mode not in SPLIT_MODES:
@@ -301,7 +305,9 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                 overrides: Mapping[str, Any] | None = None,
                 attempt: int = 0, depth: int = 0,
                 workers: Sequence[str] = (),
-                failed_gpu_plans: Sequence[Mapping[str, Any]] = ()) -> PlannedLaunch:
+                failed_gpu_plans: Sequence[Mapping[str, Any]] = (),
+                mmproj_path: str | None = None,
+                mmproj_offload: bool = True) -> PlannedLaunch:
     """Plan the model on this machine and return the spec of that Plan.
 
     ``overrides`` use the planner's request names (``n_gpu_layers``, ``n_cpu_moe``,
@@ -310,7 +316,8 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
     cache while decoding, for the prediction. ``workers``: RPC workers (``HOST:PORT``)
     whose devices the plan may use; unreachable ones are left out, with a note.
     ``failed_gpu_plans``: plans (JSON) that ran out of memory on a GPU; each shrinks the
-    GPUs it used (:func:`shrink_after_out_of_memory`) before planning. When the
+    GPUs it used (:func:`shrink_after_out_of_memory`) before planning. ``mmproj_path``: a
+    vision projector planned beside the model (its memory held back first). When the
     planner is unavailable or fails, a default spec (all layers on the engine's default
     device, f16 KV) is returned with a note.
     """
@@ -343,15 +350,26 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         for failed in failed_gpu_plans:
             inventory = shrink_after_out_of_memory(inventory, failed)
         profile = load_profile(model_path)
-        the_plan = plan(inventory, profile, request)
+        if mmproj_path:
+            from engine.gguf_file import load_projector
+            from planner.vision_plan import plan_with_projector
+
+            the_plan = plan_with_projector(inventory, profile, request,
+                                           load_projector(mmproj_path), mmproj_offload)
+        else:
+            the_plan = plan(inventory, profile, request)
         from engine.dry_run import check_of, confirm_for
 
-        the_plan = confirm_for(model_path, inventory, request, the_plan)  # llama.cpp's view
+        confirmed = confirm_for(model_path, inventory, request, the_plan)  # llama.cpp's view
+        # a re-plan by the dry run knows nothing of the projector: the projector's plan stays
+        the_plan = the_plan if mmproj_path and confirmed is not the_plan else confirmed
         doc = the_plan.to_json()
         check = check_of(the_plan)
         if check is not None:
             doc["dry_run"] = check.to_json()
         spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine)
+        if mmproj_path:
+            spec = spec.with_changes(mmproj_path=str(mmproj_path))
         if n_threads:
             spec = spec.with_changes(n_threads=n_threads, n_threads_batch=n_threads)
         return PlannedLaunch(spec, doc, note=note)

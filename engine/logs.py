@@ -96,3 +96,10 @@ def route_native_log() -> None:
 
     _native_callback = llama_cpp.llama_log_callback(_callback)
     llama_cpp.llama_log_set(_native_callback, ctypes.c_void_p(0))
+
+
+def native_log_callback() -> Any:
+    """The ctypes callback that routes llama.cpp's log (other native libraries of the same
+    build, e.g. the multimodal one, take it too)."""
+    route_native_log()
+    return _native_callback

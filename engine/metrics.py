@@ -34,6 +34,10 @@ class RequestTimer:
     decode_steps: int = 0
     speculation: str | None = None  # the mode, or why it turned off (None: not asked)
     native_s: float = 0.0  # seconds inside llama_decode over the steps after the first token
+    images: int = 0  # images in the prompt, their tokens, and (in the prefill time) the
+    image_tokens: int = 0  # seconds the vision encoder took and the seconds their
+    image_encode_s: float = 0.0  # embeddings took to decode into the sequence
+    image_decode_s: float = 0.0
 
     def prefill_started(self) -> None:
         self.prefill_start = time.perf_counter()
@@ -78,7 +82,10 @@ class RequestTimer:
                        drafted_tokens=self.drafted_tokens,
                        accepted_tokens=self.accepted_tokens, acceptance=acceptance,
                        tokens_per_step=per_step, speculation=self.speculation,
-                       decode_overhead=overhead)
+                       decode_overhead=overhead, images=self.images,
+                       image_tokens=self.image_tokens,
+                       image_encode_s=self.image_encode_s if self.images else None,
+                       image_decode_s=self.image_decode_s if self.images else None)
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,10 @@ class Metrics:
     tokens_per_step: float | None = None
     speculation: str | None = None
     decode_overhead: float | None = None
+    images: int = 0
+    image_tokens: int = 0
+    image_encode_s: float | None = None  # inside prefill_s and TTFT
+    image_decode_s: float | None = None  # the images' embeddings into the cache (likewise)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -117,6 +128,9 @@ class Metrics:
             f"{self.prompt_tokens} prompt ({self.cached_tokens} cached)"
             f" + {self.generated_tokens} generated tokens",
         ]
+        if self.images:
+            parts.append(f"{self.images} image(s), {self.image_tokens} tokens, "
+                         f"encoded in {fmt(self.image_encode_s, 's', 2)}")
         if self.acceptance is not None:
             parts.append(f"acceptance {self.acceptance:.0%}, "
                          f"{fmt(self.tokens_per_step, 'tokens/step', 2)}")

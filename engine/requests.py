@@ -18,6 +18,8 @@ from typing import Any
 from engine.metrics import Metrics
 from engine.speculative import SPEC_MODES
 
+# where an image sits in a message's text (llama.cpp's multimodal library's default marker)
+MEDIA_MARKER = "<__media__>"
 FINISH_REASONS = ("stop", "length", "loop", "cancelled", "error")
 LOOP_GUARD_MODES = ("stop", "retry", "off")
 
@@ -45,12 +47,22 @@ class SamplingParams:
     # speculative decoding: "off" | "ngram"; None takes the engine's LaunchSpec setting
     spec_mode: str | None = None
     draft_tokens: int | None = None  # drafts per step (None: the engine's setting)
+    # log-probabilities of the model's distribution (see TokenLogprob): None = none; n >= 0
+    # = each generated token's own, with the n most likely tokens at its position
+    logprobs: int | None = None
+    # also score every prompt token (logits at every prompt position: a slower prefill,
+    # and no reuse of cached prompt tokens); max_tokens may then be 0
+    prompt_logprobs: bool = False
+    # (token id, bias) added to the logits before sampling; a bias <= -100 bans the token
+    logit_bias: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.loop_guard not in LOOP_GUARD_MODES:
             raise ValueError(f"loop_guard must be one of {LOOP_GUARD_MODES}")
-        if self.max_tokens < 1:
-            raise ValueError("max_tokens must be at least 1")
+        if self.max_tokens < (0 if self.prompt_logprobs else 1):
+            raise ValueError("max_tokens must be at least 1 (0 only to score the prompt)")
+        if self.logprobs is not None and self.logprobs < 0:
+            raise ValueError("logprobs must not be negative")
         if self.spec_mode is not None and self.spec_mode not in SPEC_MODES:
             raise ValueError(f"spec_mode must be one of {SPEC_MODES}")
         if self.draft_tokens is not None and self.draft_tokens < 0:
@@ -59,17 +71,45 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """A raw ``prompt`` or chat ``messages`` (rendered with the GGUF's template)."""
+    """A raw ``prompt``, chat ``messages`` (rendered with the GGUF's template) or a prompt
+    given as token ids (``prompt_tokens``, decoded as they are)."""
 
     prompt: str | None = None
     messages: tuple[Mapping[str, Any], ...] | None = None
     tools: tuple[Mapping[str, Any], ...] | None = None
     params: SamplingParams = field(default_factory=SamplingParams)
     add_generation_prompt: bool = True
+    # image files (PNG, JPEG ...) in the order of the media markers in the messages' text
+    images: tuple[bytes, ...] = ()
+    prompt_tokens: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        if (self.prompt is None) == (self.messages is None):
-            raise ValueError("give exactly one of prompt or messages")
+        given = (self.prompt, self.messages, self.prompt_tokens)
+        if sum(x is not None for x in given) != 1:
+            raise ValueError("give exactly one of prompt, messages or prompt_tokens")
+        if self.prompt_tokens is not None and not self.prompt_tokens:
+            raise ValueError("prompt_tokens must not be empty")
+        if self.images and self.messages is None:
+            raise ValueError("images go with chat messages, not a raw prompt")
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """A token with its log-probability under the model (natural log, log-softmax of the
+    raw logits over the whole vocabulary: before logit bias, penalties, grammar and
+    temperature), and the most likely tokens at its position.
+
+    Attributes:
+        token: the token id.
+        piece: the bytes it stands for (control tokens written out, e.g. ``<|im_end|>``).
+        logprob: None for the first prompt token, which nothing before it predicts.
+        top: ``(token, piece, logprob)`` of the most likely tokens, most likely first.
+    """
+
+    token: int
+    piece: bytes
+    logprob: float | None
+    top: tuple[tuple[int, bytes, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,7 +117,9 @@ class Chunk:
     """One streamed piece of an answer; the last one has ``finish_reason`` set.
 
     ``metrics`` are the figures so far (final on the last chunk). ``loop_guard`` says
-    "stopped" or "retried" when the loop guard intervened.
+    "stopped" or "retried" when the loop guard intervened. ``logprobs``: when asked,
+    one per generated token of ``token_ids`` (an end-of-generation token has none).
+    ``prompt_logprobs``: when asked, every prompt token, on the request's first chunk.
     """
 
     text: str
@@ -86,6 +128,8 @@ class Chunk:
     metrics: Metrics
     error: str | None = None
     loop_guard: str | None = None
+    logprobs: tuple[TokenLogprob, ...] = ()
+    prompt_logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 class RequestHandle:
@@ -99,6 +143,8 @@ class RequestHandle:
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._texts: list[str] = []
         self._tokens: list[int] = []
+        self._logprobs: list[TokenLogprob] = []
+        self._prompt_logprobs: tuple[TokenLogprob, ...] | None = None
         self._final: Chunk | None = None
         self._loop_guard: str | None = None
         self._finished = threading.Event()  # result() sleeps on this, not on every chunk
@@ -113,6 +159,9 @@ class RequestHandle:
             self._chunks.append(chunk)
             self._texts.append(chunk.text)
             self._tokens.extend(chunk.token_ids)
+            self._logprobs.extend(chunk.logprobs)
+            if chunk.prompt_logprobs is not None:
+                self._prompt_logprobs = chunk.prompt_logprobs
             if chunk.loop_guard:
                 self._loop_guard = chunk.loop_guard
             if chunk.finish_reason is not None:
@@ -175,7 +224,9 @@ class RequestHandle:
             assert final is not None
             return Chunk(text="".join(self._texts), token_ids=tuple(self._tokens),
                          finish_reason=final.finish_reason, metrics=final.metrics,
-                         error=final.error, loop_guard=self._loop_guard)
+                         error=final.error, loop_guard=self._loop_guard,
+                         logprobs=tuple(self._logprobs),
+                         prompt_logprobs=self._prompt_logprobs)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:

@@ -21,16 +21,19 @@ from engine.chat_template import render_chat
 from engine.errors import (
     ContextOverflowError,
     EngineClosedError,
+    ImageInputError,
     QueueFullError,
 )
 from engine.launch import LaunchSpec
 from engine.metrics import RequestTimer
 from engine.native.context import NativeContext
 from engine.native.model import NativeModel, llama
+from engine.native.projector import ImageChunk, NativeProjector
 from engine.native.tokens import Vocab
 from engine.requests import Chunk, GenerationRequest, RequestHandle
 from engine.scheduler import Admission, Scheduler
 from engine.speculative import Drafter
+from engine.vision import MediaPrompt
 
 if TYPE_CHECKING:
     from engine.embedder import Embedder
@@ -72,8 +75,13 @@ class Engine:
 
         self._model = NativeModel(spec, on_progress)
         drafters: dict[str, Drafter] = {}
+        self.projector: NativeProjector | None = None
         try:
             self._ctx = NativeContext(self._model, spec)
+            if spec.mmproj_path:
+                self.projector = NativeProjector(self._model, spec.mmproj_path,
+                                                 threads=spec.threads_batch,
+                                                 use_gpu=spec.mmproj_offload)
             self.speculation_refusal = rollback_refusal(self._model)
             if self.speculation_refusal is None:
                 drafters = load_drafters(self._model, self._ctx, spec)
@@ -87,11 +95,14 @@ class Engine:
         except BaseException:
             for drafter in drafters.values():
                 drafter.free()
+            if self.projector is not None:
+                self.projector.free()
             if hasattr(self, "_ctx"):
                 self._ctx.free()
             self._model.free()
             raise
-        self.load_log: list[str] = self._model.load_log + self._ctx.load_log
+        self.load_log: list[str] = self._model.load_log + self._ctx.load_log + \
+            (self.projector.load_log if self.projector is not None else [])
         self._vocab = self._scheduler.vocab
         self._template = self._model.chat_template()
         self._bos_text = self._vocab.piece(self._vocab.bos).decode("utf-8", "replace") \
@@ -108,6 +119,7 @@ class Engine:
         if self._start_error is not None:
             self._thread.join()
             self._scheduler.free()
+            self._free_projector()
             self._ctx.free()
             self._model.free()
             raise self._start_error
@@ -134,9 +146,25 @@ class Engine:
         return self._model
 
     @property
+    def vision_refusal(self) -> str | None:
+        """Why this engine cannot take images (None when it can)."""
+        if self.projector is None:
+            return "the model was loaded without a vision projector (mmproj)"
+        drafters = sorted(set(self._scheduler.drafters) - {"ngram"})
+        if drafters:
+            # a drafter with its own cache would be fed the image's placeholder tokens
+            return f"images cannot be combined with the loaded {drafters[0]} drafter yet"
+        return self.projector.refusal()
+
+    @property
     def n_ctx_per_seq(self) -> int:
         """Tokens one request may hold (prompt + answer)."""
         return self._ctx.n_ctx_seq
+
+    @property
+    def n_vocab(self) -> int:
+        """Tokens in the model's vocabulary (the bound of a logit bias's token ids)."""
+        return int(self._model.n_vocab)
 
     @property
     def chat_template(self) -> str | None:
@@ -165,19 +193,27 @@ class Engine:
         Raises:
             QueueFullError: too many requests are waiting.
             ContextOverflowError: the prompt does not fit in one sequence.
+            ValueError: ``prompt_tokens`` names a token outside the vocabulary.
             ChatTemplateError: the messages could not be rendered.
             EngineClosedError: the engine is closed.
         """
         if self._closed.is_set():
             raise EngineClosedError("the engine is closed")
         timer = RequestTimer()
-        prompt = self._prompt_tokens(request)
+        media = self._media_prompt(request) if request.images else None
+        prompt = media.tokens if media is not None else self._prompt_tokens(request)
         if len(prompt) >= self.n_ctx_per_seq:
+            if media is not None:
+                media.free()
             raise ContextOverflowError(len(prompt), self.n_ctx_per_seq)
+        if media is not None:
+            timer.images, timer.image_tokens = len(media.spans), media.image_tokens
         handle = RequestHandle(request)
         try:
-            self._queue.put_nowait(Admission(handle, prompt, timer))
+            self._queue.put_nowait(Admission(handle, prompt, timer, media))
         except queue.Full:
+            if media is not None:
+                media.free()
             raise QueueFullError(f"{self._queue.maxsize} requests are already waiting") \
                 from None
         return handle
@@ -215,6 +251,7 @@ class Engine:
         if self.embedder is not None:
             self.embedder.close()
         self._scheduler.free()
+        self._free_projector()
         self._ctx.free()
         self._model.free()
         log.info("engine closed: %s", self._name)
@@ -227,6 +264,13 @@ class Engine:
 
     # -- the worker -----------------------------------------------------------------------
     def _prompt_tokens(self, request: GenerationRequest) -> list[int]:
+        if request.prompt_tokens is not None:
+            n_vocab = self.n_vocab
+            bad = next((t for t in request.prompt_tokens if not 0 <= t < n_vocab), None)
+            if bad is not None:
+                raise ValueError(f"the prompt names token {bad}, outside the vocabulary "
+                                 f"(0..{n_vocab - 1})")
+            return list(request.prompt_tokens)
         if request.messages is not None:
             text = self.render_chat(request.messages, request.tools,
                                     request.add_generation_prompt)
@@ -239,6 +283,32 @@ class Engine:
         if not tokens:
             tokens = [self._vocab.bos if self._vocab.bos >= 0 else 0]
         return tokens
+
+    def _media_prompt(self, request: GenerationRequest) -> MediaPrompt:
+        """The prompt of a request with images: the rendered chat split at its markers.
+
+        Raises:
+            ImageInputError: no projector, or an image cannot be used.
+        """
+        refusal = self.vision_refusal
+        if refusal is not None:
+            raise ImageInputError(f"this model cannot take images: {refusal}")
+        assert self.projector is not None and request.messages is not None
+        text = self.render_chat(request.messages, request.tools, request.add_generation_prompt)
+        parts = self.projector.tokenize(text, request.images)
+        ubatch = min(self.spec.n_ubatch, self.spec.n_batch)
+        for part in parts:
+            if isinstance(part, ImageChunk) and part.n_tokens > ubatch \
+                    and self.projector.non_causal(part):
+                raise ImageInputError(
+                    f"this model reads an image's {part.n_tokens} tokens at once, more than "
+                    f"the {ubatch}-token micro-batch it was loaded with (n_ubatch)")
+        bos = self._vocab.bos if self._vocab.add_bos() and self._vocab.bos >= 0 else None
+        return MediaPrompt.build(self.projector, parts, bos)
+
+    def _free_projector(self) -> None:
+        if self.projector is not None:
+            self.projector.free()
 
     def _run(self) -> None:
         # the warm-up decodes on this thread, as every later decode does: with an OpenMP

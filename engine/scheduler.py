@@ -10,6 +10,11 @@ Speculation (see :mod:`engine.speculative`): a generating slot's drafts follow i
 token in the same decode; every drafter sees each decoded batch (the MTP head needs the
 target's hidden states) and each rollback of rejected drafts. Each step's wall time is
 charged to the slots that were generating, so a request can judge whether drafting pays.
+
+Log-probabilities (see :mod:`engine.native.logprobs`) are read from the same logits rows
+the sampler samples from, only for requests that ask. A request that scores its prompt
+asks llama.cpp for the logits of every prompt position (others only for the last one), in
+chunks of at most ``SCORE_BYTES`` of logits per step.
 """
 
 from __future__ import annotations
@@ -17,24 +22,28 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from engine.errors import ImageInputError
 from engine.loop_guard import LoopGuard
 from engine.metrics import RequestTimer
 from engine.native.batch import Batch
 from engine.native.context import NativeContext
+from engine.native.logprobs import Scorer
 from engine.native.sampler import SamplerChain
 from engine.native.tokens import Detokenizer, Vocab
-from engine.requests import Chunk, RequestHandle, SamplingParams
+from engine.requests import Chunk, RequestHandle, SamplingParams, TokenLogprob
 from engine.speculative import Drafter, NgramDrafter, Run, SpecState
 from engine.stop_strings import StopMatcher
+from engine.vision import MediaPrompt, eval_due
 
 log = logging.getLogger(__name__)
 
 RETRY_PENALTIES = {"repeat_penalty": 1.3, "presence_penalty": 0.6, "frequency_penalty": 0.6}
 NOT_LOADED = {"draft": "no draft model is loaded", "mtp": "the model was loaded without MTP",
               "dflash": "no DFlash drafter is loaded"}
+SCORE_BYTES = 64 << 20  # logits rows of a scored prompt per step (llama.cpp keeps the buffer)
 
 
 @dataclass
@@ -44,6 +53,7 @@ class Admission:
     handle: RequestHandle
     prompt: list[int]
     timer: RequestTimer
+    media: MediaPrompt | None = None  # the prompt's images (engine.vision)
 
 
 @dataclass
@@ -70,6 +80,11 @@ class Slot:
     retried: bool = False
     spec: SpecState | None = None
     drafts: list[int] = field(default_factory=list)  # in the batch after ``pending``
+    media: MediaPrompt | None = None
+    # prompt scoring: the scored prompt tokens so far (None: not asked, or already sent),
+    # and this step's rows: (batch index of the first, prompt index of the first, count)
+    prompt_lps: list[TokenLogprob] | None = None
+    score_rows: tuple[int, int, int] | None = None
 
     @property
     def busy(self) -> bool:
@@ -103,6 +118,8 @@ class Scheduler:
         self.n_vocab = n_vocab
         self.slots = [Slot(seq=i) for i in range(ctx.n_seq_max)]
         self.batch = Batch(ctx.n_batch, ctx.n_seq_max)
+        self.scorer = Scorer(vocab, n_vocab)
+        self.score_rows = max(1, SCORE_BYTES // (4 * max(1, n_vocab)))
         # called with (metrics as JSON, finish reason) when a request ends: the run record
         self.on_finish: Callable[[dict[str, Any], str], None] | None = None
 
@@ -127,8 +144,12 @@ class Scheduler:
         except Exception as exc:  # a bad grammar is the caller's error, not the engine's
             item.handle.push(Chunk("", (), "error", item.timer.snapshot(), error=str(exc)))
             return
-        reuse = common_prefix(slot.tokens, item.prompt) if params.cache_prompt else 0
+        # a scored prompt needs the logits of every position: nothing cached is reused
+        reuse = common_prefix(slot.tokens, item.prompt) \
+            if params.cache_prompt and not params.prompt_logprobs else 0
         reuse = min(reuse, len(item.prompt) - 1)  # the last prompt token must be decoded
+        if item.media is not None:
+            reuse = item.media.align_reuse(reuse)
         for drafter in self.drafters.values():
             reuse = min(reuse, drafter.admit(slot.seq, reuse))
         if not self.ctx.seq_rm(slot.seq, reuse, -1):
@@ -156,6 +177,12 @@ class Scheduler:
             elif mode not in self.drafters:
                 slot.spec.turn_off(NOT_LOADED.get(mode, f"no {mode} drafter is loaded"))
         slot.drafts = []
+        slot.media = item.media
+        if slot.media is not None:
+            slot.spec = None  # drafters never see an image's decode
+        slot.prompt_lps = [self.scorer.unscored(item.prompt[0])] \
+            if params.prompt_logprobs else None
+        slot.score_rows = None
         slot.timer.speculation = slot.spec.label() if slot.spec is not None else None
 
     def _sampler(self, p: SamplingParams, **changes: float) -> SamplerChain:
@@ -163,7 +190,7 @@ class Scheduler:
             "temperature": p.temperature, "top_p": p.top_p, "top_k": p.top_k,
             "min_p": p.min_p, "repeat_penalty": p.repeat_penalty,
             "presence_penalty": p.presence_penalty, "frequency_penalty": p.frequency_penalty,
-            "seed": p.seed, "grammar": p.grammar}
+            "seed": p.seed, "grammar": p.grammar, "logit_bias": p.logit_bias}
         values.update(changes)
         return SamplerChain(self.vocab.ptr, self.n_vocab, **values)
 
@@ -180,6 +207,7 @@ class Scheduler:
         timed: list[tuple[Slot, SpecState, bool, int]] = []
         for slot in self.slots:
             slot.logits_index = -1
+            slot.score_rows = None
             if slot.state == "generate" and slot.pending is not None:
                 pos = len(slot.tokens)
                 slot.logits_index = batch.add(slot.pending, pos, slot.seq, True)
@@ -196,11 +224,23 @@ class Scheduler:
             assert slot.timer is not None
             if slot.timer.prefill_start is None:
                 slot.timer.prefill_started()
+            limit = len(slot.prompt)
+            if slot.media is not None:
+                try:
+                    limit = eval_due(self.ctx, slot)
+                except ImageInputError as exc:
+                    self._finish(slot, "error", error=str(exc))
+                    continue
             start = slot.n_prompt_done
-            chunk = slot.prompt[start:start + batch.free_space]
+            scoring = slot.prompt_lps is not None
+            room = min(batch.free_space, self.score_rows) if scoring else batch.free_space
+            chunk = slot.prompt[start:min(start + room, limit)]
             last = start + len(chunk) == len(slot.prompt)
             runs.append(Run(slot.seq, batch.n_tokens, start, tuple(chunk)))
-            index = batch.add_run(chunk, start, slot.seq, logits_last=last)
+            if scoring:
+                slot.score_rows = (batch.n_tokens, start, len(chunk) - int(last))
+            index = batch.add_run(chunk, start, slot.seq, logits_last=last,
+                                  logits_all=scoring)
             slot.tokens.extend(chunk)
             slot.n_prompt_done += len(chunk)
             if last:
@@ -220,6 +260,9 @@ class Scheduler:
             return
         for drafter in self.drafters.values():
             drafter.decoded(batch.n_tokens, runs)
+        for slot in self.slots:
+            if slot.score_rows is not None and slot.busy:
+                self._score_prompt(slot)
         for slot in self.slots:
             if slot.logits_index >= 0 and slot.busy:
                 self._after_decode(slot)
@@ -247,6 +290,37 @@ class Scheduler:
             slot.tokens.append(token)
         slot.drafts = drafts
 
+    def _score_prompt(self, slot: Slot) -> None:
+        """Score the prompt tokens that follow this step's prompt rows (each row predicts
+        the token after it; the last row of the prompt predicts the first answer token)."""
+        assert slot.score_rows is not None and slot.prompt_lps is not None
+        assert slot.params is not None
+        first, start, n = slot.score_rows
+        slot.score_rows = None
+        scored = self.scorer.tokens(self.ctx.ptr, first, slot.prompt[start + 1:start + 1 + n],
+                                    slot.params.logprobs or 0)
+        if scored is None:
+            self._finish(slot, "error", error="llama.cpp kept no logits for the prompt")
+            return
+        slot.prompt_lps.extend(scored)
+
+    def _score(self, slot: Slot, index: int, token: int) -> tuple[TokenLogprob, ...]:
+        """The sampled ``token``'s log-probability at batch ``index``, when asked."""
+        assert slot.params is not None
+        n_top = slot.params.logprobs
+        if n_top is None or self.vocab.is_eog(token):
+            return ()
+        scored = self.scorer.token(self.ctx.ptr, index, token, n_top)
+        return () if scored is None else (scored,)
+
+    def _push(self, slot: Slot, chunk: Chunk) -> None:
+        """Deliver a chunk; the first of a request carries the scored prompt."""
+        assert slot.handle is not None
+        if slot.prompt_lps is not None:
+            chunk = replace(chunk, prompt_logprobs=tuple(slot.prompt_lps))
+            slot.prompt_lps = None
+        slot.handle.push(chunk)
+
     def _decode_failed(self, status: int) -> None:
         reason = "the context is full" if status == 1 else f"llama_decode returned {status}"
         log.error("decode failed: %s", reason)
@@ -264,8 +338,12 @@ class Scheduler:
         if slot.state == "prefill":
             slot.timer.prefill_done()
             slot.state = "generate"
+            if slot.params.max_tokens == 0:  # the prompt was only to be scored
+                self._finish(slot, "length")
+                return
         if slot.spec is None:
-            self._take(slot, slot.sampler.sample(self.ctx.ptr, slot.logits_index))
+            token = slot.sampler.sample(self.ctx.ptr, slot.logits_index)
+            self._take(slot, token, lps=self._score(slot, slot.logits_index, token))
             return
         self._verify(slot)
 
@@ -276,8 +354,10 @@ class Scheduler:
         assert spec is not None and timer is not None and sampler is not None
         drafts, slot.drafts = slot.drafts, []
         out: list[int] = []
+        lps: list[tuple[TokenLogprob, ...]] = []
         for i in range(len(drafts) + 1):
             out.append(sampler.sample(self.ctx.ptr, slot.logits_index + i))
+            lps.append(self._score(slot, slot.logits_index + i, out[-1]))
             if i == len(drafts) or out[-1] != drafts[i]:
                 break
         timer.decode_steps += 1
@@ -289,7 +369,7 @@ class Scheduler:
         base = len(slot.tokens) - len(drafts)  # tokens held up to the pending one
         kept = 0  # drafts whose cells stay: each equals a token emitted after it
         for i, token in enumerate(out):
-            if not self._take(slot, token, held=base + i) or i == len(out) - 1:
+            if not self._take(slot, token, held=base + i, lps=lps[i]) or i == len(out) - 1:
                 break
             slot.pending = None  # the draft already sits in the cache
             kept += 1
@@ -300,10 +380,12 @@ class Scheduler:
                 drafter.rollback(slot.seq, base + kept, kept)
             del slot.tokens[base + kept:]
 
-    def _take(self, slot: Slot, token: int, held: int | None = None) -> bool:
+    def _take(self, slot: Slot, token: int, held: int | None = None,
+              lps: tuple[TokenLogprob, ...] = ()) -> bool:
         """Emit one sampled token; True when the request goes on with it pending.
 
-        ``held``: tokens the sequence holds before this one (default: all of them).
+        ``held``: tokens the sequence holds before this one (default: all of them);
+        ``lps``: its log-probability, when asked.
         """
         assert slot.timer is not None and slot.params is not None
         slot.timer.token()
@@ -314,23 +396,22 @@ class Scheduler:
         assert slot.detok is not None
         piece = slot.detok.feed(token)
         slot.text += piece
-        if self._check_loop(slot, token):
+        if self._check_loop(slot, token, lps):
             return False
         finish = self._stop_or_length(slot, piece)
         out, slot.emitted = self._emittable(slot, finish)
         if finish is not None:
-            self._finish(slot, finish, text=out, token_ids=(token,))
+            self._finish(slot, finish, text=out, token_ids=(token,), lps=lps)
             return False
         if (len(slot.tokens) if held is None else held) + 1 >= self.ctx.n_ctx_seq:
             self._finish(slot, "length", text=out + slot.text[slot.emitted:],
-                         token_ids=(token,))
+                         token_ids=(token,), lps=lps)
             return False
         slot.pending = token
-        assert slot.handle is not None
-        slot.handle.push(Chunk(out, (token,), None, slot.timer.snapshot()))
+        self._push(slot, Chunk(out, (token,), None, slot.timer.snapshot(), logprobs=lps))
         return True
 
-    def _check_loop(self, slot: Slot, token: int) -> bool:
+    def _check_loop(self, slot: Slot, token: int, lps: tuple[TokenLogprob, ...]) -> bool:
         """Apply the loop guard; True when the request ended because of a loop."""
         if slot.guard is None:
             return False
@@ -341,16 +422,17 @@ class Scheduler:
         if slot.params.loop_guard == "retry" and not slot.retried:
             log.info("loop guard: %s loop (period %d) in slot %d; retrying with penalties",
                      verdict.kind, verdict.period, slot.seq)
-            self._retry(slot, token)
+            self._retry(slot, token, lps)
             return True
         log.info("loop guard: %s loop (period %d) in slot %d; stopping",
                  verdict.kind, verdict.period, slot.seq)
         text = slot.text[slot.emitted:]
         slot.emitted = len(slot.text)
-        self._finish(slot, "loop", text=text, token_ids=(token,), loop_guard="stopped")
+        self._finish(slot, "loop", text=text, token_ids=(token,), loop_guard="stopped",
+                     lps=lps)
         return True
 
-    def _retry(self, slot: Slot, token: int) -> None:
+    def _retry(self, slot: Slot, token: int, lps: tuple[TokenLogprob, ...]) -> None:
         """Continue the same answer with raised penalties (once); the chunk says so."""
         assert slot.params is not None and slot.sampler is not None and slot.guard is not None
         slot.sampler.free()
@@ -361,9 +443,9 @@ class Scheduler:
         text = slot.text[slot.emitted:]
         slot.emitted = len(slot.text)
         slot.pending = token
-        assert slot.handle is not None and slot.timer is not None
-        slot.handle.push(Chunk(text, (token,), None, slot.timer.snapshot(),
-                               loop_guard="retried"))
+        assert slot.timer is not None
+        self._push(slot, Chunk(text, (token,), None, slot.timer.snapshot(),
+                               loop_guard="retried", logprobs=lps))
 
     def _stop_or_length(self, slot: Slot, piece: str) -> str | None:
         assert slot.params is not None
@@ -386,7 +468,7 @@ class Scheduler:
 
     def _finish(self, slot: Slot, reason: str, *, text: str = "",
                 token_ids: tuple[int, ...] = (), error: str | None = None,
-                loop_guard: str | None = None) -> None:
+                loop_guard: str | None = None, lps: tuple[TokenLogprob, ...] = ()) -> None:
         """End the slot's request with a final chunk; the slot keeps its cached tokens."""
         assert slot.timer is not None and slot.handle is not None
         if slot.detok is not None and reason not in ("error", "cancelled"):
@@ -394,8 +476,8 @@ class Scheduler:
         if loop_guard is None and slot.retried:
             loop_guard = "retried"
         metrics = slot.timer.snapshot()
-        slot.handle.push(Chunk(text, token_ids, reason, metrics, error=error,
-                               loop_guard=loop_guard))
+        self._push(slot, Chunk(text, token_ids, reason, metrics, error=error,
+                               loop_guard=loop_guard, logprobs=lps))
         if self.on_finish is not None:
             self.on_finish(metrics.to_json(), reason)
         if slot.sampler is not None:
@@ -405,7 +487,10 @@ class Scheduler:
             slot.tokens = slot.prompt[:slot.n_prompt_done]
         slot.state, slot.handle, slot.sampler, slot.detok = "idle", None, None, None
         slot.pending, slot.guard, slot.params, slot.stops = None, None, None, None
-        slot.spec = None
+        slot.spec, slot.prompt_lps, slot.score_rows = None, None, None
+        if slot.media is not None:
+            slot.media.free()
+            slot.media = None
 
     # -- status and teardown --------------------------------------------------------------
     def slot_status(self) -> list[dict[str, Any]]:

@@ -2,6 +2,41 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>AttachStrip</name>
+    <message>
+        <source>Attach images</source>
+        <translation>附加图片</translation>
+    </message>
+    <message>
+        <source>Images ({patterns})</source>
+        <translation>图片 ({patterns})</translation>
+    </message>
+    <message>
+        <source>Not a picture: {names}</source>
+        <translation>不是图片：{names}</translation>
+    </message>
+    <message>
+        <source>Images going with the next question: {count}</source>
+        <translation>随下一个问题发送的图片：{count}</translation>
+    </message>
+    <message>
+        <source>Attach image…</source>
+        <translation>附加图片…</translation>
+    </message>
+    <message>
+        <source>Add a picture to the question (you can also paste one or drop it on the question box)</source>
+        <translation>为问题添加图片（也可以粘贴图片，或将其拖放到问题框中）</translation>
+    </message>
+    <message>
+        <source>Remove images</source>
+        <translation>移除图片</translation>
+    </message>
+    <message>
+        <source>Attach image</source>
+        <translation>附加图片</translation>
+    </message>
+</context>
+<context>
     <name>ChatPage</name>
     <message>
         <source>New conversation</source>
@@ -42,6 +77,10 @@
     <message>
         <source>System prompt and sampling: temperature {temperature}, top-p {top_p}, longest answer {max_tokens} tokens</source>
         <translation>系统提示词与采样：温度 {temperature}，核采样 {top_p}，回答最长 {max_tokens} 个词元</translation>
+    </message>
+    <message>
+        <source>An image</source>
+        <translation>一张图片</translation>
     </message>
     <message>
         <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
@@ -149,6 +188,10 @@
     <message>
         <source>{prompt} prompt tokens ({cached} cached), {generated} generated</source>
         <translation>提示 {prompt} 个 token（缓存 {cached} 个），生成 {generated} 个</translation>
+    </message>
+    <message>
+        <source>{count} image(s) of {tokens} tokens, encoded in {value} (inside TTFT)</source>
+        <translation>{count} 张图片，共 {tokens} 个 token，编码用时 {value}（计入 TTFT）</translation>
     </message>
     <message>
         <source>acceptance {share} ({per_step} tokens per step)</source>
@@ -526,6 +569,10 @@
     <message>
         <source>Compute buffers</source>
         <translation>计算缓冲区</translation>
+    </message>
+    <message>
+        <source>Vision projector</source>
+        <translation>视觉投影器</translation>
     </message>
     <message>
         <source>Reserve</source>
@@ -1652,6 +1699,10 @@
         <translation>演示模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
     <message>
+        <source>reads images</source>
+        <translation>可读图片</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已选择：{name}</translation>
     </message>
@@ -1737,6 +1788,10 @@
     <message>
         <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
         <translation>只能靠从磁盘读取来运行。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
+    </message>
+    <message>
+        <source>Reads images: {tokens} tokens each, time to first token with one image {ttft}.</source>
+        <translation>可读图片：每张 {tokens} 个 token，附一张图片时首个 token 用时 {ttft}。</translation>
     </message>
     <message>
         <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
@@ -1852,6 +1907,22 @@
     <message>
         <source>Waiting for a slot: {n}</source>
         <translation>等待空闲槽位：{n}</translation>
+    </message>
+    <message>
+        <source>loaded</source>
+        <translation>已加载</translation>
+    </message>
+    <message>
+        <source>loading</source>
+        <translation>加载中</translation>
+    </message>
+    <message>
+        <source>on disk</source>
+        <translation>在磁盘上</translation>
+    </message>
+    <message>
+        <source>unloading</source>
+        <translation>卸载中</translation>
     </message>
     <message>
         <source>idle</source>
@@ -1992,6 +2063,22 @@
     <message>
         <source>Total</source>
         <translation>总计</translation>
+    </message>
+    <message>
+        <source>Models served</source>
+        <translation>提供的模型</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Memory planned</source>
+        <translation>计划内存</translation>
+    </message>
+    <message>
+        <source>Predicted decode t/s</source>
+        <translation>预测解码 t/s</translation>
     </message>
 </context>
 <context>

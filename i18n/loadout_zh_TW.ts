@@ -2,6 +2,41 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_TW">
 <context>
+    <name>AttachStrip</name>
+    <message>
+        <source>Attach images</source>
+        <translation>附加圖片</translation>
+    </message>
+    <message>
+        <source>Images ({patterns})</source>
+        <translation>圖片 ({patterns})</translation>
+    </message>
+    <message>
+        <source>Not a picture: {names}</source>
+        <translation>不是圖片：{names}</translation>
+    </message>
+    <message>
+        <source>Images going with the next question: {count}</source>
+        <translation>隨下一個問題傳送的圖片：{count}</translation>
+    </message>
+    <message>
+        <source>Attach image…</source>
+        <translation>附加圖片…</translation>
+    </message>
+    <message>
+        <source>Add a picture to the question (you can also paste one or drop it on the question box)</source>
+        <translation>為問題新增圖片（也可以貼上圖片，或將其拖放到問題框中）</translation>
+    </message>
+    <message>
+        <source>Remove images</source>
+        <translation>移除圖片</translation>
+    </message>
+    <message>
+        <source>Attach image</source>
+        <translation>附加圖片</translation>
+    </message>
+</context>
+<context>
     <name>ChatPage</name>
     <message>
         <source>New conversation</source>
@@ -42,6 +77,10 @@
     <message>
         <source>System prompt and sampling: temperature {temperature}, top-p {top_p}, longest answer {max_tokens} tokens</source>
         <translation>系統提示詞與取樣：溫度 {temperature}，核取樣 {top_p}，回答最長 {max_tokens} 個詞元</translation>
+    </message>
+    <message>
+        <source>An image</source>
+        <translation>一張圖片</translation>
     </message>
     <message>
         <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
@@ -149,6 +188,10 @@
     <message>
         <source>{prompt} prompt tokens ({cached} cached), {generated} generated</source>
         <translation>提示 {prompt} 個 token（快取 {cached} 個），產生 {generated} 個</translation>
+    </message>
+    <message>
+        <source>{count} image(s) of {tokens} tokens, encoded in {value} (inside TTFT)</source>
+        <translation>{count} 張圖片，共 {tokens} 個 token，編碼用時 {value}（計入 TTFT）</translation>
     </message>
     <message>
         <source>acceptance {share} ({per_step} tokens per step)</source>
@@ -526,6 +569,10 @@
     <message>
         <source>Compute buffers</source>
         <translation>計算緩衝區</translation>
+    </message>
+    <message>
+        <source>Vision projector</source>
+        <translation>視覺投影器</translation>
     </message>
     <message>
         <source>Reserve</source>
@@ -1652,6 +1699,10 @@
         <translation>示範模型（SmolLM2 135M Instruct，{size}）</translation>
     </message>
     <message>
+        <source>reads images</source>
+        <translation>可讀圖片</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已選擇：{name}</translation>
     </message>
@@ -1737,6 +1788,10 @@
     <message>
         <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
         <translation>只能靠從磁碟讀取來執行。每個序列上下文 {context} × {parallel}，KV {kv}，推測解碼 {spec}。</translation>
+    </message>
+    <message>
+        <source>Reads images: {tokens} tokens each, time to first token with one image {ttft}.</source>
+        <translation>可讀圖片：每張 {tokens} 個 token，附一張圖片時首個 token 用時 {ttft}。</translation>
     </message>
     <message>
         <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
@@ -1852,6 +1907,22 @@
     <message>
         <source>Waiting for a slot: {n}</source>
         <translation>等待空閒槽位：{n}</translation>
+    </message>
+    <message>
+        <source>loaded</source>
+        <translation>已載入</translation>
+    </message>
+    <message>
+        <source>loading</source>
+        <translation>載入中</translation>
+    </message>
+    <message>
+        <source>on disk</source>
+        <translation>在磁碟上</translation>
+    </message>
+    <message>
+        <source>unloading</source>
+        <translation>卸載中</translation>
     </message>
     <message>
         <source>idle</source>
@@ -1992,6 +2063,22 @@
     <message>
         <source>Total</source>
         <translation>總計</translation>
+    </message>
+    <message>
+        <source>Models served</source>
+        <translation>提供的模型</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Memory planned</source>
+        <translation>規劃記憶體</translation>
+    </message>
+    <message>
+        <source>Predicted decode t/s</source>
+        <translation>預測解碼 t/s</translation>
     </message>
 </context>
 <context>

@@ -50,6 +50,9 @@ class LayerShape:
     # (these bytes) to the device for attention
     kv_host_k: int = 0
     kv_host_v: int = 0
+    attn_copy: int = 0          # bytes of the q/k/v/o projections copied in (op offload)
+    delta_inner: int = 0        # a gated delta net's value width (qwen35): its own graph
+    delta_heads: int = 0        # ... and its value heads
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class GraphParams:
     # per device, the largest tensor its kernels take (Vulkan: maxStorageBufferRange);
     # ggml's scheduler runs an op with a larger source or result on the CPU instead
     op_limits: tuple[tuple[str, int], ...] = ()
+    # devices whose backend reorders each split's nodes before allocation (Vulkan's
+    # ``ggml_vk_graph_optimize``: independent nodes within 20 of the next are run next)
+    reorder_devices: tuple[str, ...] = ()
 
 
 class _Builder:
@@ -88,7 +94,12 @@ class _Builder:
         self.layers = layers
         self._inputs: dict[tuple[str, str], Tensor] = {}
         self._copies: list[tuple[int, str]] = []
+        self._wo: Tensor | None = None
+        self._norm_copies = False
         self.tokens = self.g.input(p.n_tokens * I32, p.input_device)
+        # the embeddings input (a batch may bring embeddings instead of tokens): a graph
+        # input of the CPU backend that nothing reads here, so it is never freed
+        self.g.leafs.append(self.g.input(p.n_embd * p.n_tokens * F32, "host"))
 
     def inp(self, name: str, dev: str) -> Tensor | None:
         """A graph input as the device ``dev`` sees it (the scheduler copies inputs into
@@ -102,21 +113,36 @@ class _Builder:
                 "mask_swa": self._mask_cells(True) * t * (F16 if p.flash else F32),
                 "k_idxs": t * I64,
                 "v_idxs": (t if p.flash else t * max(p.v_trans_width, 1)) * I64,
+                "k_idxs_swa": t * I64,
+                "v_idxs_swa": (t if p.flash else t * max(p.v_trans_width, 1)) * I64,
                 "out_ids": p.n_outputs * I32,
                 "k_rot": p.k_rot * p.k_rot * F32,
                 "v_rot": p.v_rot * p.v_rot * F32,
             }[name]
             if size == 0:
                 return None
-            self._inputs[key] = self.g.input(size, dev)
-            if dev != "host" and (name, "host") not in self._inputs:
+            if dev == "host":
+                self._inputs[key] = self.g.input(size, dev)
+            else:
                 # the scheduler keeps every graph input in the CPU backend's buffer and
-                # copies it to each device that reads it; the host's copy is freed after
-                # the first such copy (here) unless the host reads it later itself
-                self._inputs[(name, "host")] = host = self.g.input(size, "host")
-                self.g.leafs.append(host)
-                self.g.expand(self.g.op(0, dev, host))
+                # copies it to each device that reads it, at the start of the split that
+                # first reads it; the host's copy is freed after the first such copy
+                # unless the host reads it later itself
+                host = self._inputs.get((name, "host"))
+                if host is None:
+                    self._inputs[(name, "host")] = host = self.g.input(size, "host")
+                    self.g.leafs.append(host)
+                self._inputs[key] = self.g.copy(size, dev, host)
         return self._inputs[key]
+
+    def _idxs(self, kv: str, s: LayerShape) -> str:
+        """The cache-row index input of ``s``'s cache: a model with both SWA and full
+        blocks has two caches, each with its own (``llm_graph_input_attn_kv_iswa``)."""
+        return f"{kv}_idxs_swa" if s.swa and self._iswa() else f"{kv}_idxs"
+
+    def _iswa(self) -> bool:
+        """Whether the model has both SWA and full-attention blocks (two caches)."""
+        return bool(self._mask_cells(True) and self._mask_cells(False))
 
     def _mask_cells(self, swa: bool) -> int:
         return max((s.n_kv for s in self.layers if s.kind == "attn" and s.swa == swa),
@@ -124,50 +150,73 @@ class _Builder:
 
     def move(self, x: Tensor, dev: str) -> Tensor:
         """The hidden state on ``dev``: a copy when it crosses devices."""
-        return x if x.device == dev else self.g.op(x.size, dev, x)
+        return x if x.device == dev else self.g.copy(x.size, dev, x)
 
-    def norm(self, x: Tensor, dev: str) -> Tensor:
-        n = self.g.op(x.size, dev, x, inplace=True)       # rms_norm
-        return self.g.op(n.size, dev, n, inplace=True)    # * weight
+    def norm(self, x: Tensor, dev: str, size: int = 0, width: int = 0) -> Tensor:
+        """rms_norm and its weight; ``size`` for the norm of a view (which has none of
+        its own: the norm then gets new memory, its weight multiply runs in place).
+        In a host block run by a device the ``width`` f32 weight is copied in."""
+        n = self.g.op(size or x.size, dev, x, inplace=True)   # rms_norm
+        copy = (self.g.copy((width or self.p.n_embd) * F32, dev, self.tokens, weight=True)
+                if self._norm_copies else None)
+        return self.g.op(n.size, dev, n, copy, inplace=True)  # * weight
 
-    def attention(self, x: Tensor, s: LayerShape) -> Tensor:
+    def attention(self, x: Tensor, s: LayerShape, early: Tensor | None = None) -> Tensor:
+        """Self-attention of one block; ``early``, a node a reordering backend runs
+        before the attention proper (it reads nothing attention computes)."""
         g, p, t, dev = self.g, self.p, self.p.n_tokens, s.device
         pos = self.inp("pos", dev)
         k_rot, v_rot = self.inp("k_rot", dev), self.inp("v_rot", dev)
         q_width = s.n_head * s.head_dim_k * (2 if s.gated_attn else 1)
-        q_full = g.op(q_width * t * F32, dev, x)
+        widths = (q_width, s.n_head_kv * s.head_dim_v, s.n_head_kv * s.head_dim_k,
+                  s.n_head * s.head_dim_v)  # q, v, k, o: a host weight's copy is its share
+        wq, wv, wk, self._wo = (self.g.copy(s.attn_copy * w // sum(widths), dev, self.tokens,
+                                            weight=True) if s.attn_copy else None
+                                for w in widths)
+        q_full = g.op(q_width * t * F32, dev, x, wq)
+        q_size, k_size = s.n_head * s.head_dim_k * t * F32, s.n_head_kv * s.head_dim_k * t * F32
         q = g.view(q_full, contiguous=not s.gated_attn)
+        v_mm = g.op(s.n_head_kv * s.head_dim_v * t * F32, dev, x, wv)
+        k_mm = g.op(k_size, dev, x, wk)
+        if dev in self.p.reorder_devices and not s.kv_host_k:
+            # the three projections read the same input: a reordering backend runs them
+            # together, before Q's norm and rope (a host layer run by the device has a
+            # split per copied weight, which nothing is moved across)
+            for node in (q_full, k_mm, v_mm) if self._iswa() else (q_full, v_mm, k_mm):
+                g.expand(node)
+        if s.qk_norm:  # the norm of the reshaped projection; rope then runs in place on it
+            q = self.norm(q, dev, q_size, s.head_dim_k)
+        q = g.op(q_size, dev, q, pos, inplace=True)   # rope (new memory on a reshape)
+        v = g.view(v_mm)
+        k = g.view(k_mm)
         if s.qk_norm:
-            q = self.norm(q, dev)
-        q = g.op(s.n_head * s.head_dim_k * t * F32, dev, g.view(q), pos, inplace=True)
-        v = g.view(g.op(s.n_head_kv * s.head_dim_v * t * F32, dev, x))
-        k = g.view(g.op(s.n_head_kv * s.head_dim_k * t * F32, dev, x))
-        if s.qk_norm:
-            k = self.norm(k, dev)
-        k = g.op(k.size, dev, k, pos, inplace=True)   # rope
+            k = self.norm(k, dev, k_size, s.head_dim_k)
+        k = g.op(k_size, dev, k, pos, inplace=True)   # rope
         if k_rot is not None:
             q = g.view(g.op(q.size, dev, k_rot, g.view(q)))
             k = g.view(g.op(k.size, dev, k_rot, g.view(k)))
         if v_rot is not None:
             v = g.view(g.op(v.size, dev, v_rot, g.view(v)))
-        g.expand(q)
-        g.expand(v)
-        g.expand(k)
+        # build_attn adds q, v, k in that order; its SWA + full variant q, k, v
+        for node in (q, k, v) if self._iswa() else (q, v, k):
+            g.expand(node)
         k_cache = v_cache = None
         if s.kv_host_k:
             k, v = g.op(k.size, "host", k), g.op(v.size, "host", v)
-            g.expand(g.view(None, k, self.inp("k_idxs", "host")))
-            g.expand(g.view(None, v, self.inp("v_idxs", "host")))
-            k_cache, v_cache = g.op(s.kv_host_k, dev, k), g.op(s.kv_host_v, dev, v)
+            g.expand(g.view(None, k, self.inp(self._idxs("k", s), "host")))
+            g.expand(g.view(None, v, self.inp(self._idxs("v", s), "host")))
+            k_cache, v_cache = g.copy(s.kv_host_k, dev, k), g.copy(s.kv_host_v, dev, v)
         else:
-            g.expand(g.view(None, k, self.inp("k_idxs", dev)))  # set_rows into the K cache
-            g.expand(g.view(None, v, self.inp("v_idxs", dev)))  # ... and the V cache
+            g.expand(g.view(None, k, self.inp(self._idxs("k", s), dev)))  # into the K cache
+            g.expand(g.view(None, v, self.inp(self._idxs("v", s), dev)))  # ... and V
+        if early is not None:
+            g.expand(early)
         adev = s.attn_device or dev
         mask = self.inp("mask_swa" if s.swa else "mask_full", adev)
         qp = g.view(self.move(q, adev), contiguous=False)  # permute
         dev = adev
         if p.flash:
-            out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, mask, k_cache, v_cache)
+            out = g.op(s.n_head * s.head_dim_v * t * F32, dev, qp, k_cache, v_cache, mask)
         else:
             kq = g.op(s.n_kv * t * s.n_head * F32, dev, qp, k_cache)
             kq = g.op(kq.size, dev, kq, mask, inplace=True)  # soft_max_ext
@@ -185,9 +234,61 @@ class _Builder:
                         g.view(q_full, contiguous=False))
             sig = g.op(gate.size, dev, gate, inplace=True)
             out = g.op(out.size, dev, g.view(out), sig, inplace=True)
-        return g.op(self.p.n_embd * t * F32, dev, out)     # wo
+        return g.op(self.p.n_embd * t * F32, dev, out, self._wo)     # wo
+
+    def delta_net(self, x: Tensor, s: LayerShape) -> Tensor:
+        """A gated delta net block (llama.cpp's qwen35 builder): the q/k/v projection
+        through a short convolution, L2-normed q and k, the decay and beta gates, the
+        recurrence, a gated norm and the output projection."""
+        g, t, dev, n_seq = self.g, self.p.n_tokens, s.device, self.p.n_seq
+        width, inner, heads = s.recurrent_width, s.delta_inner, s.delta_heads
+        qk = max((width - inner) // 2, 0) * t * F32
+        state = max(s.recurrent_state - 3 * width, 0) * n_seq * F32
+        # a host block run by the device: each weight is copied in at its split, and so
+        # are the cached convolution and recurrent states
+        shares = (width, 0, heads, 0, 0, heads, 0, inner, inner)
+        cqkv, cconv, calpha, cbias, ca, cbeta, cnorm, cz, cout = (
+            g.copy(max(s.attn_copy * w // sum(shares), 4 * F32), dev, self.tokens, weight=True)
+            if s.attn_copy else None for w in shares)
+        offload = bool(s.attn_copy)
+        read = g.copy if offload else g.op
+        conv_states = read(3 * width * n_seq * F32, dev, self.tokens)
+        mixed = g.op(width * t * F32, dev, x, cqkv)
+        conv_in = g.op(width * (t + 3 * n_seq) * F32, dev, conv_states,
+                       g.view(mixed, contiguous=False))
+        g.expand(conv_in)
+        ssm_state = read(state, dev, self.tokens)
+        if not offload:
+            g.expand(ssm_state)
+        conv = g.op(width * t * F32, dev, conv_in, cconv)
+        conv = g.op(conv.size, dev, conv, inplace=True)    # silu
+        alpha = g.op(heads * t * F32, dev, x, calpha)
+        if dev in self.p.reorder_devices and not offload:
+            g.expand(alpha)  # pulled ahead of the norms by the reordering
+        q = g.op(qk, dev, g.view(conv))                     # l2 norm (a view: new memory)
+        k = g.op(qk, dev, g.view(conv))
+        q = g.op(qk, dev, q, inplace=True)                  # scale
+        k = g.op(qk, dev, k, inplace=True)
+        g.expand(q)
+        g.expand(k)
+        gate = g.op(alpha.size, dev, alpha, cbias)          # + dt bias (new memory)
+        gate = g.op(gate.size, dev, gate, inplace=True)     # softplus
+        gate = g.op(gate.size, dev, gate, ca, inplace=True)  # * a
+        beta = g.op(heads * t * F32, dev, x, cbeta)
+        beta = g.op(beta.size, dev, beta)                   # sigmoid (new memory)
+        y = g.op(inner * t * F32 + state, dev, q, k, g.view(conv), gate, beta, ssm_state)
+        g.expand(g.view(None, g.view(y)))                   # new state into the cache
+        out = g.op(inner * t * F32, dev, g.view(y))         # rms_norm of a view
+        out = g.op(out.size, dev, out, cnorm, inplace=True)
+        g.expand(out)
+        z = g.op(inner * t * F32, dev, x, cz)
+        zs = g.op(z.size, dev, g.view(z))                   # silu of a reshape
+        out = g.op(out.size, dev, out, zs, inplace=True)
+        return g.op(self.p.n_embd * t * F32, dev, out, cout)
 
     def recurrent(self, x: Tensor, s: LayerShape) -> Tensor:
+        if s.delta_inner and s.delta_heads:
+            return self.delta_net(x, s)
         g, t, dev = self.g, self.p.n_tokens, s.device
         width, n_seq = max(s.recurrent_width, 1), self.p.n_seq
         mixed = g.op(width * t * F32, dev, x)
@@ -235,7 +336,7 @@ class _Builder:
         if not self._copies:
             return None
         size, dev = self._copies.pop(0)
-        return self.g.op(size, dev, self.tokens)
+        return self.g.copy(size, dev, self.tokens, weight=True)
 
     def start_copies(self, s: LayerShape) -> None:
         """Host-resident weights the scheduler copies in when a GPU runs the layer's
@@ -262,24 +363,42 @@ class _Builder:
             dev = s.device
             inp = self.move(inp, dev)
             self.start_copies(s)
+            self._norm_copies = bool(s.attn_copy)
             cur = self.norm(inp, dev)
             g.expand(cur)
-            cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(cur, s)
+            last = i == len(layers) - 1 and with_output and not p.late_rows
+            rows = None  # the residual's output rows: they read only the block's input, so
+            # a reordering backend runs them as early as their split allows: before
+            # attention, or (a host block run by the device, a split per copied weight)
+            # right after the output projection. It looks 20 nodes ahead: a gated
+            # attention's extra nodes put them out of its reach
+            if (last and dev in p.reorder_devices and s.kind == "attn"
+                    and not s.gated_attn):
+                rows = g.op(p.n_embd * p.n_outputs * F32, dev, inp, self.inp("out_ids", dev))
+            cur = self.recurrent(cur, s) if s.kind == "recurrent" else self.attention(
+                cur, s, None if s.kv_host_k else rows)
+            if rows is not None and s.kv_host_k:
+                g.expand(cur)
+                g.expand(rows)
             t = p.n_tokens
-            if i == len(layers) - 1 and with_output and not p.late_rows:
+            if last:
                 out_ids = self.inp("out_ids", dev)
                 cur = g.op(p.n_embd * p.n_outputs * F32, dev, cur, out_ids)
-                inp = g.op(p.n_embd * p.n_outputs * F32, dev, inp, out_ids)
+                inp = rows or g.op(p.n_embd * p.n_outputs * F32, dev, inp, out_ids)
                 t = p.n_outputs
+            if s.delta_inner:  # the projection comes reshaped: the residual's sum goes
+                cur = g.view(cur)  # in place on the block's input instead
+            hidden = p.n_embd * t * F32
             if s.post_norms:
-                cur = self.norm(cur, dev)
-            res = g.op(cur.size, dev, cur, inp, inplace=True)       # + residual
+                cur = self.norm(cur, dev, cur.size or hidden)
+            res = g.op(cur.size or hidden, dev, cur, inp, inplace=True)  # + residual
             cur = self.ffn(self.norm(res, dev), s, t)
             while self._copies:  # copies no matmul took (a block without an FFN)
                 cur = g.op(cur.size, dev, cur, self._copy(), inplace=True)
             if s.post_norms:
                 cur = self.norm(cur, dev)
             inp = g.op(cur.size, dev, cur, res, inplace=True)
+        self._norm_copies = False
         if with_output and p.late_rows:
             g.mark_output(inp)                              # t_h_nextn is kept
             inp = g.op(p.n_embd * p.n_outputs * F32, inp.device, inp,
@@ -291,9 +410,10 @@ class _Builder:
             too_big = size > dict(p.op_limits).get(head_dev, size)
             copy = None
             if p.output_copy and not too_big:  # a host head weight copied in (op offload)
-                copy = g.op(p.output_copy, p.output_device, self.tokens)
-                g.expand(copy)
+                copy = g.copy(p.output_copy, p.output_device, self.tokens, weight=True)
+            self._norm_copies = bool(p.output_copy)  # ... and the output norm's weight
             out = self.norm(self.move(inp, p.output_device), p.output_device)
+            self._norm_copies = False
             g.mark_output(out)                              # t_embd is kept
             if too_big:
                 head_dev = "host"
@@ -316,8 +436,4 @@ def compute_bytes(layers: tuple[LayerShape, ...], params: GraphParams,
     Returns ``(device, bytes)`` pairs for every device that holds part of the graph.
     """
     graph = _Builder(params, layers).build(layers, with_output)
-    # llama.cpp keeps the largest of several reserve passes (prompt graph, token graph,
-    # prompt graph again); the replay matches the last one (checked against the offsets of
-    # a traced prompt batch), the earlier prompt pass peaks one hidden-state block higher
-    headroom = params.n_embd * params.n_tokens * F32
-    return tuple(sorted((dev, size + headroom) for dev, size in graph.allocate().items()))
+    return tuple(sorted(graph.allocate().items()))

@@ -30,6 +30,10 @@ class Tensor:
     contiguous: bool = True        # a view with the same layout as its source, at offset 0
     is_input: bool = False
     is_output: bool = False
+    # a copy the scheduler makes into a split's device (a graph input, a host weight, the
+    # hidden state from another device): allocated at the start of the split that reads it
+    copy_in: bool = False
+    weight: bool = False           # ... of a weight (a node reading one may start a split)
     # allocator state
     n_children: int = field(default=0, repr=False)
     n_views: int = field(default=0, repr=False)
@@ -100,6 +104,10 @@ class Graph:
         """A computed tensor of ``size`` bytes reading ``srcs``."""
         return Tensor(size, device, tuple(s for s in srcs if s is not None), inplace=inplace)
 
+    def copy(self, size: int, device: str, src: Tensor, weight: bool = False) -> Tensor:
+        """``src`` copied into ``device``'s buffer by the scheduler (a split input)."""
+        return Tensor(size, device, (src,), copy_in=True, weight=weight)
+
     def view(self, src: Tensor | None, *extra: Tensor | None,
              contiguous: bool = True) -> Tensor:
         """A view of ``src`` (None: of an external tensor such as the KV cache)."""
@@ -168,6 +176,7 @@ class Graph:
             buf(t.device).free(t.offset, t.size)
             t.allocated = False
 
+        self.nodes = _split_order(self.nodes)
         for leaf in self.leafs:
             if leaf.is_input:
                 allocate(leaf)
@@ -193,6 +202,31 @@ class Graph:
                     else:
                         free(p)
         return {dev: _aligned(b.max_size, b.align) for dev, b in buffers.items()}
+
+
+def _split_order(nodes: list[Tensor]) -> list[Tensor]:
+    """The node order ggml's scheduler hands the allocator: the graph cut into splits
+    (a new one where the device changes, or where a node reads a host weight and the
+    split already has inputs), each split's copies first in the order its nodes read
+    them (``ggml_backend_sched_split_graph``)."""
+    out: list[Tensor] = []
+    pending: list[Tensor] = []
+    device, start, n_inputs = "", 0, 0
+    for node in nodes:
+        if node.copy_in:
+            pending.append(node)
+            continue
+        if node.is_view:
+            out.append(node)
+            continue
+        if node.device != device or (n_inputs and any(c.weight for c in pending)):
+            device, start, n_inputs = node.device, len(out), 0
+        for c in pending:
+            out.insert(start + n_inputs, c)
+            n_inputs += 1
+        pending.clear()
+        out.append(node)
+    return out + pending
 
 
 def _aligned(n: int, align: int = ALIGN) -> int:

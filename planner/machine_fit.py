@@ -4,9 +4,10 @@ Every measured run on a machine (bench, chat, server) is recorded with the plan'
 regime (backend, dense or MoE, offloaded or not, speculative or not), its raw predicted
 figures and the measured ones (``engine/run_records.py``). From those samples this module
 fits, for the regime a new plan falls in, one factor for decode and one for prefill: the
-median of measured / predicted over the regime's latest runs (runs of the same model
-first, when there are enough), bounded so a few odd runs cannot run away with it. Where
-the regime has no run yet, the backend's runs are used at half strength.
+median of measured / predicted over the model's own latest runs when there are enough
+(its residual), else over the regime's (each model's median counted once: the machine's
+part, which carries to a similar model), bounded so a few odd runs cannot run away with
+it. Where the regime has no run yet, the backend's runs are used at half strength.
 
 Pure: samples in, a correction out; the Plan keeps its raw prediction beside the
 corrected one and says how many runs the correction rests on.
@@ -102,11 +103,28 @@ def model_key(profile: ModelProfile) -> str:
     return f"{profile.name}:{profile.file_bytes}"
 
 
-def _factor(ratios: Sequence[float]) -> float:
+def _log_median(ratios: Sequence[float]) -> float | None:
     logs = [math.log(r) for r in ratios if r > 0 and math.isfinite(r)]
-    if not logs:
+    return statistics.median(logs) if logs else None
+
+
+def _factor(samples: Sequence[RunSample], figure: str, per_model: bool) -> float:
+    """The bounded median of ``figure`` over ``samples``; ``per_model``: the median of each
+    model's median (every model counts once, however often it ran: what the regime's
+    models share is this machine, what one model adds is its own)."""
+    if per_model:
+        models: dict[str, list[float]] = {}
+        for s in samples:
+            value = getattr(s, figure)
+            if value:
+                models.setdefault(s.model, []).append(value)
+        medians = [m for m in (_log_median(v) for v in models.values()) if m is not None]
+        center = statistics.median(medians) if medians else None
+    else:
+        center = _log_median([v for v in (getattr(s, figure) for s in samples) if v])
+    if center is None:
         return 1.0
-    return min(HIGH, max(LOW, math.exp(statistics.median(logs))))
+    return min(HIGH, max(LOW, math.exp(center)))
 
 
 def fit_correction(samples: Sequence[RunSample], regime: str, model: str = ""
@@ -114,9 +132,11 @@ def fit_correction(samples: Sequence[RunSample], regime: str, model: str = ""
     """The correction for a plan in ``regime`` (of ``model``) from this machine's runs.
 
     Runs of the same model in the regime are used when there are at least
-    :data:`SAME_MODEL_MIN`; else every run of the regime; else the runs on the same
-    backend, at half strength (geometric halfway to no correction). The latest
-    :data:`RECENT` runs count; samples are in the order they were recorded.
+    :data:`SAME_MODEL_MIN` (the model's own residual); else the regime's runs, each model
+    counted once (the median of the models' medians: what carries to another model is
+    the machine's part); else the runs on the same backend, likewise, at half strength
+    (geometric halfway to no correction). The latest :data:`RECENT` runs count; samples
+    are in the order they were recorded.
     """
     in_regime = [s for s in samples if s.regime == regime][-RECENT:]
     same = [s for s in in_regime if model and s.model == model]
@@ -129,11 +149,11 @@ def fit_correction(samples: Sequence[RunSample], regime: str, model: str = ""
         scope, strength = "backend", 0.5
     if not pool:
         return replace(NO_CORRECTION, regime=regime)
-    decode = [s.decode_ratio for s in pool if s.decode_ratio]
-    prefill = [s.prefill_ratio for s in pool if s.prefill_ratio]
-    return MachineCorrection(decode_factor=_factor(decode) ** strength,
-                             prefill_factor=_factor(prefill) ** strength,
-                             runs=len(pool), regime=regime, scope=scope)
+    per_model = scope != "model"
+    return MachineCorrection(
+        decode_factor=_factor(pool, "decode_ratio", per_model) ** strength,
+        prefill_factor=_factor(pool, "prefill_ratio", per_model) ** strength,
+        runs=len(pool), regime=regime, scope=scope)
 
 
 def corrected(speed: Speed, c: MachineCorrection) -> Speed:

@@ -187,6 +187,8 @@ _GATED_ATTN = frozenset({"qwen3next", "qwen35", "qwen35moe"})
 # the same way (qwen35, deepseek2, glm4moe, ...) measure closer with the rows picked in
 # the last block (bench/memory_accuracy.py: qwen35 +16% with them picked late)
 _LATE_ROWS = frozenset({"gpt-oss"})
+# recurrent blocks built as a gated delta net (llama.cpp's qwen35 / qwen3next builders)
+_DELTA_NET = frozenset({"qwen3next", "qwen35", "qwen35moe"})
 _MULTI_POS = frozenset({"qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
 
 
@@ -207,9 +209,12 @@ def _layer_shape(profile: ModelProfile, layer: LayerProfile, config: MemoryConfi
         offload_copy=layer.bytes_of(TensorKind.EXPERTS) // 3
         if moe and device != HOST and expert_device == HOST else 0)
     if layer.kind == LayerKind.RECURRENT:
+        delta = profile.architecture in _DELTA_NET
         return replace(shape, kind="recurrent", n_head_kv=0, n_kv=0, swa=False,
                        recurrent_width=layer.recurrent_width or 2 * profile.n_embd,
-                       recurrent_state=layer.recurrent_state_bytes // 4)
+                       recurrent_state=layer.recurrent_state_bytes // 4,
+                       delta_inner=layer.recurrent_inner if delta else 0,
+                       delta_heads=layer.recurrent_heads if delta else 0)
     return shape
 
 
@@ -224,12 +229,15 @@ def _rot(type_name: str, head_dim: int, grow: bool) -> int:
 
 
 def estimate(profile: ModelProfile, config: MemoryConfig, placement: Placement,
-             op_limits: tuple[tuple[str, int], ...] = ()) -> tuple[DeviceMemory, ...]:
+             op_limits: tuple[tuple[str, int], ...] = (),
+             reorder_devices: tuple[str, ...] = ()) -> tuple[DeviceMemory, ...]:
     """Bytes per device llama.cpp will allocate for ``profile`` under ``config``.
 
     Args:
         op_limits: per GPU device, the largest tensor its kernels take (see
             :attr:`planner.inventory.Gpu.max_tensor_bytes`); none: no limit.
+        reorder_devices: GPU devices whose backend reorders the graph's nodes before
+            allocating them (Vulkan), which changes what the allocator can reuse.
 
     Returns one :class:`DeviceMemory` per device named in ``placement`` (host first).
     Pure arithmetic over the profile's per-layer sums; cheap enough to call in loops.
@@ -260,7 +268,8 @@ def estimate(profile: ModelProfile, config: MemoryConfig, placement: Placement,
             layers_of[dev].append(la)
         else:
             mtp.append((la, dev))
-    compute = _compute(profile, config, size, placement, devices, layers_of, mtp, op_limits)
+    compute = _compute(profile, config, size, placement, devices, layers_of, mtp, op_limits,
+                       reorder_devices)
     outputs = 2 if config.load_mtp and mtp else 1  # the MTP context has its own
     out = []
     for d in devices:
@@ -275,7 +284,8 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
              placement: Placement, devices: list[str],
              layers_of: dict[str, list[LayerProfile]],
              mtp: list[tuple[LayerProfile, str]],
-             op_limits: tuple[tuple[str, int], ...] = ()) -> dict[str, int]:
+             op_limits: tuple[tuple[str, int], ...] = (),
+             reorder_devices: tuple[str, ...] = ()) -> dict[str, int]:
     result = dict.fromkeys(devices, 0)
     ordered = [(la, d) for d in devices for la in layers_of[d]]
     ordered.sort(key=lambda item: item[0].index)
@@ -308,7 +318,7 @@ def _compute(profile: ModelProfile, config: MemoryConfig, size: ContextSize,
         else placement.output_device,
         output_copy=head if placement.output_device == HOST and offload else 0,
         output_weight=head,
-        op_limits=tuple(sorted(op_limits)))
+        op_limits=tuple(sorted(op_limits)), reorder_devices=tuple(sorted(reorder_devices)))
     for dev, nbytes in compute_bytes(shapes, params, True):
         result[dev] = result.get(dev, 0) + nbytes
     if config.load_mtp and mtp:
@@ -325,20 +335,29 @@ def _offloaded(shape: LayerShape, layer: LayerProfile, offload: str | None,
     rows go back to the host cache and the cache is copied in for attention."""
     if shape.device != HOST or offload is None:
         return shape
-    copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4  # ~ not q/k/v
     if shape.kind != "attn":
-        return moved_layer(shape, offload, HOST, copied // 3, 0, 0)
-    return moved_layer(shape, offload, offload, copied // 3, kv[0], kv[1])
+        if shape.delta_inner:  # each weight copied at its own split, the states too
+            ffn = layer.bytes_of(TensorKind.EXPERTS) or layer.bytes_of(TensorKind.FFN)
+            return moved_layer(shape, offload, offload, ffn // 3, 0, 0,
+                               layer.bytes_of(TensorKind.RECURRENT, TensorKind.ATTENTION))
+        copied = layer.total_bytes - layer.bytes_of(TensorKind.ATTENTION) * 3 // 4
+        return moved_layer(shape, offload, HOST, copied // 3, 0, 0, 0)
+    # each matmul's weight is copied at the start of its own split: the FFN's three
+    # (a MoE's routed experts) and attention's four projections
+    ffn = layer.bytes_of(TensorKind.EXPERTS) or layer.bytes_of(TensorKind.FFN)
+    return moved_layer(shape, offload, offload, ffn // 3, kv[0], kv[1],
+                       layer.bytes_of(TensorKind.ATTENTION))
 
 
 @lru_cache(maxsize=4096)
 def moved_layer(shape: LayerShape, device: str, attn_device: str, copy: int, kv_k: int,
-                kv_v: int) -> LayerShape:
+                kv_v: int, attn_copy: int = 0) -> LayerShape:
     """``shape`` run on ``device`` (its attention on ``attn_device``) with ``copy`` bytes
-    of weights copied in per matmul and ``kv_k`` / ``kv_v`` bytes of host cache copied in
-    for attention (cached: every plan asks it for every host layer)."""
+    of weights copied in per FFN matmul, ``attn_copy`` bytes of attention projections and
+    ``kv_k`` / ``kv_v`` bytes of host cache copied in for attention (cached: every plan
+    asks it for every host layer)."""
     return replace(shape, device=device, attn_device=attn_device, offload_copy=copy,
-                   kv_host_k=kv_k, kv_host_v=kv_v)
+                   kv_host_k=kv_k, kv_host_v=kv_v, attn_copy=attn_copy)
 
 
 def _kv_split(profile: ModelProfile, layer: LayerProfile, config: MemoryConfig) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from planner.inventory import Inventory
 from planner.machine_fit import MachineCorrection, calibrate, run_features
 from planner.placement import Layout
 from planner.profile import ModelProfile
+from planner.projector import ProjectorUse, image_ttft_s
 from planner.request import Priority, Request, Role, SpecMode
 from planner.roles import GpuRole, candidate_roles, with_role
 from planner.speculation import choose_spec, draft_bytes, drafter_device, with_drafter
@@ -63,10 +64,12 @@ class DeviceUse:
     capacity_bytes: int
     layers: tuple[tuple[int, int], ...] = ()        # block ranges [first, last)
     expert_layers: tuple[tuple[int, int], ...] = ()  # ranges whose routed experts live here
+    projector_bytes: int = 0       # a vision projector's weights + compute buffer
 
     @property
     def used_bytes(self) -> int:
-        return self.weights_bytes + self.kv_bytes + self.compute_bytes + self.other_bytes
+        return self.weights_bytes + self.kv_bytes + self.compute_bytes + self.other_bytes \
+            + self.projector_bytes
 
     @property
     def free_bytes(self) -> int:
@@ -78,7 +81,8 @@ class DeviceUse:
                 "compute_bytes": self.compute_bytes, "other_bytes": self.other_bytes,
                 "reserve_bytes": self.reserve_bytes, "capacity_bytes": self.capacity_bytes,
                 "free_bytes": self.free_bytes, "layers": [list(r) for r in self.layers],
-                "expert_layers": [list(r) for r in self.expert_layers]}
+                "expert_layers": [list(r) for r in self.expert_layers],
+                "projector_bytes": self.projector_bytes}
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ class Plan:
     layout: Layout | None = field(default=None, repr=False, compare=False)
     raw_predicted: Speed | None = None        # the model's own figures, when corrected
     calibration: MachineCorrection | None = None  # this machine's correction, if asked
+    projector: ProjectorUse | None = None     # the vision projector (planner.vision_plan)
 
     @property
     def streams_from_disk(self) -> bool:
@@ -148,7 +153,16 @@ class Plan:
             "decisions": [d.to_json() for d in self.decisions],
             "warnings": [w.to_json() for w in self.warnings],
             "engine": dict(self.engine),
+            "projector": self._projector_json(),
         }
+
+    def _projector_json(self) -> dict[str, Any] | None:
+        if self.projector is None:
+            return None
+        doc = self.projector.to_json()
+        doc["image_ttft_s"] = round(image_ttft_s(self.predicted.ttft_s,
+                                                 self.predicted.prefill_tps, self.projector), 3)
+        return doc
 
 
     def _predicted_json(self) -> dict[str, Any]:
@@ -181,8 +195,14 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     Returns:
         The :class:`Plan`, with ``fits`` False and reason codes when it cannot run; its
         prediction corrected by ``request.machine_runs`` when there are any (the raw one
-        kept in ``raw_predicted``).
+        kept in ``raw_predicted``). With ``request.projector``, the projector's memory is
+        held back first (:func:`planner.vision_plan.plan_with_projector`).
     """
+    if request.projector is not None:
+        from planner.vision_plan import plan_with_projector
+
+        return plan_with_projector(inventory, profile, replace(request, projector=None),
+                                   request.projector, request.projector_offload)
     the_plan = _plan(inventory, profile, request, exact_check=True, like=None)
     if request.machine_runs:
         the_plan = calibrate(inventory, profile, the_plan, request.machine_runs)

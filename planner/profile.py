@@ -79,6 +79,8 @@ class LayerProfile:
     n_ff_exp: int = 0         # routed expert FFN width
     n_ff_shexp: int = 0       # shared expert FFN width
     recurrent_width: int = 0  # conv channels of a recurrent block (ssm_conv1d)
+    recurrent_inner: int = 0  # its inner (value) width (ssm.inner_size)
+    recurrent_heads: int = 0  # its value heads (ssm.time_step_rank)
     qk_norm: bool = False     # per-head norms on Q and K (attn_q_norm / attn_k_norm)
     post_norms: bool = False  # norms after attention / FFN (post_attention_norm, ...)
 

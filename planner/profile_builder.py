@@ -187,8 +187,9 @@ def _flags(part: str, widths: dict[str, int]) -> None:
     """Record the block features that add intermediate tensors."""
     if part.startswith(("attn_q_norm", "attn_k_norm")):
         widths["qk_norm"] = 1
-    elif part.startswith(("post_attention_norm", "post_ffw_norm", "attn_post_norm",
-                          "ffn_post_norm")):
+    elif part.startswith(("post_ffw_norm", "ffn_post_norm")):
+        # norms after attention and after the FFN come in pairs (gemma); a lone
+        # post_attention_norm is the FFN's input norm (qwen35)
         widths["post_norms"] = 1
 
 
@@ -237,6 +238,7 @@ def _layer_profiles(arch: str, md: dict[str, Any], n_all: int, n_layer: int,
     is_mla = (_u(md, f"{a}.attention.key_length_mla") > 0
               and _u(md, f"{a}.attention.value_length_mla") > 0)
     state = _recurrent_state(arch, md, n_embd, head0) if any(recr) else 0
+    inner, heads = _u(md, f"{a}.ssm.inner_size"), _u(md, f"{a}.ssm.time_step_rank")
     layers = []
     for il in range(n_all):
         kinds = per_layer.get(il, {})
@@ -253,6 +255,7 @@ def _layer_profiles(arch: str, md: dict[str, Any], n_all: int, n_layer: int,
             n_head=n_head[il], n_head_kv=hk, head_dim_k=hdk if hk else 0,
             head_dim_v=hdv if hk else 0, swa_window=n_swa if swa[il] else 0,
             recurrent_state_bytes=state if recr[il] else 0,
+            recurrent_inner=inner if recr[il] else 0, recurrent_heads=heads if recr[il] else 0,
             n_ff=widths[il].get("ff", 0), n_ff_exp=widths[il].get("exp", 0),
             n_ff_shexp=widths[il].get("shexp", 0), recurrent_width=widths[il].get("recr", 0),
             qk_norm=bool(widths[il].get("qk_norm")),

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from planner.profile import ModelProfile
+from planner.projector import ProjectorProfile
 
 if TYPE_CHECKING:
     from planner.machine_fit import RunSample
@@ -111,6 +112,9 @@ class Request:
         advise: compute what-if advice (costs a few more plans).
         machine_runs: this machine's measured runs; the prediction is corrected by them
             (:mod:`planner.machine_fit`).
+        projector: a vision projector loaded beside the model (:mod:`planner.vision_plan`
+            holds its memory back before placing the model).
+        projector_offload: the projector goes to the main GPU (False: it stays in RAM).
     """
 
     context: int | None = None
@@ -133,6 +137,8 @@ class Request:
     host_reserve_bytes: int = 5 * 1000**3
     advise: bool = True
     machine_runs: tuple[RunSample, ...] = ()
+    projector: ProjectorProfile | None = None
+    projector_offload: bool = True
 
     def __post_init__(self) -> None:
         if self.parallel < 1:

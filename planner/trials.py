@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 
-from planner.inventory import Gpu, Inventory
+from planner.inventory import Backend, Gpu, Inventory
 from planner.memory import DeviceMemory, MemoryConfig, Placement, estimate
 from planner.placement import (
     Budget,
@@ -100,6 +100,12 @@ def op_limits(inventory: Inventory) -> tuple[tuple[str, int], ...]:
                  if g.max_tensor_bytes)
 
 
+def reorder_devices(inventory: Inventory) -> tuple[str, ...]:
+    """GPU devices whose backend reorders the graph before allocating it (Vulkan)."""
+    return tuple(f"gpu{g.index}" for g in inventory.gpus
+                 if g.backend is Backend.VULKAN and not g.remote)
+
+
 def host_budget(inventory: Inventory, request: Request) -> int:
     """RAM the model may use: available minus the desktop reserve."""
     return max(0, inventory.host.ram_available_bytes - request.host_reserve_bytes)
@@ -119,7 +125,7 @@ def _fixed(ctx: Context, config: MemoryConfig, gpus: tuple[GpuRole, ...]) -> dic
         n = ctx.profile.n_layers
         main = gpus[0].device if gpus else HOST
         for m in estimate(ctx.profile, config, Placement.all_on(main, n),
-                          op_limits(ctx.inventory)):
+                          op_limits(ctx.inventory), reorder_devices(ctx.inventory)):
             ctx.fixed[m.device] = m.compute_bytes + m.output_bytes + m.overhead_bytes
         if main != HOST:  # a CPU running layers needs about what a GPU running them does
             ctx.fixed["gpu*"] = ctx.fixed.get(main, 0)
@@ -186,8 +192,8 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
         layout = fill_layout(profile, costs, [Budget(g.device, budgets[g.device],
                                                      g.device in remote)
                                               for g in gpus], overhead, output)
-    memory = (tuple(estimate(profile, config, layout.placement,
-                                     op_limits(inventory))) if exact_memory
+    memory = (tuple(estimate(profile, config, layout.placement, op_limits(inventory),
+                             reorder_devices(inventory))) if exact_memory
               else _quick_memory(ctx, costs, layout, fixed))
     return _priced(ctx, roles, kv, context, config, costs, layout, memory, budgets)
 
@@ -221,7 +227,7 @@ def exact(ctx: Context, t: Trial) -> Trial:
     overflows a GPU (up to a few rounds)."""
     for _ in range(4):
         memory = tuple(estimate(ctx.profile, t.config, t.layout.placement,
-                                op_limits(ctx.inventory)))
+                                op_limits(ctx.inventory), reorder_devices(ctx.inventory)))
         budgets = {g.device: g.budget_bytes for g in active(t.roles)}
         assert t.costs is not None
         checked = _priced(ctx, t.roles, t.kv_type, t.context, t.config, t.costs, t.layout,

@@ -29,11 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.accessible import set_name
+from app.chat_images import ImageFile, question_content
 from app.chat_render import footer_text, speed_figures
 from app.chat_store import DEFAULT_SAMPLING, ChatStore, Message
 from app.chat_streamer import ChatStreamer
 from app.engine_client import Endpoint, StreamResult
 from app.engine_process import EngineProcess
+from app.widgets.image_attach import AttachStrip, QuestionInput
 from app.widgets.speed_chart import SpeedChart
 from app.widgets.transcript import TranscriptView
 
@@ -150,7 +152,10 @@ class ChatPage(QWidget):
         live = QHBoxLayout()
         live.addWidget(self.footer, 3)
         live.addWidget(self.chart, 2)
-        self.input = QPlainTextEdit()
+        self.input = QuestionInput()
+        self.attachments = AttachStrip()
+        self.input.sig_images_received.connect(self.attachments.add)
+        self.transcript.image_source = self._image_bytes
         self.input.setMaximumHeight(self.fontMetrics().lineSpacing() * 5)
         self.send_button, self.stop_button = QPushButton(), QPushButton()
         self.regenerate_button, self.edit_button = QPushButton(), QPushButton()
@@ -176,6 +181,7 @@ class ChatPage(QWidget):
         right_layout.addWidget(self.settings_box)
         right_layout.addWidget(self.transcript, 1)
         right_layout.addLayout(live)
+        right_layout.addWidget(self.attachments)
         right_layout.addWidget(self.input)
         right_layout.addLayout(buttons)
         splitter = QSplitter()
@@ -288,14 +294,17 @@ class ChatPage(QWidget):
         Before the engine is ready the question is saved and waits for it.
         """
         question = (self.input.toPlainText() if text is None else text).strip()
-        if not question or self.streamer.busy or self._waiting is not None:
+        if (not question and not self.attachments.images) or self.streamer.busy \
+                or self._waiting is not None:
             return False
         if self.conversation_id is None:
-            title = " ".join(question.split())[:TITLE_CHARS]
+            title = " ".join(question.split())[:TITLE_CHARS] or self.tr("An image")
             self.conversation_id = self.store.create(
                 title, self.system_prompt.toPlainText(), self.sampling())
             self.reload_conversations()
-        self.store.add_message(self.conversation_id, "user", question)
+        question_id = self.store.add_message(self.conversation_id, "user", question)
+        for image in self.attachments.take():
+            self.store.add_image(question_id, image.mime, image.data)
         self.input.clear()
         endpoint = self._engine.endpoint if self._engine.state == "ready" else None
         if endpoint is not None:
@@ -331,7 +340,7 @@ class ChatPage(QWidget):
 
     def _ask(self, endpoint: Endpoint) -> None:
         assert self.conversation_id is not None
-        history = [{"role": m.role, "content": m.content}
+        history = [{"role": m.role, "content": self._content(m)}
                    for m in self.store.messages(self.conversation_id)]
         system = self.system_prompt.toPlainText().strip()
         if system:
@@ -346,6 +355,16 @@ class ChatPage(QWidget):
         self.streamer.start(endpoint, body, self.store.path, answer_id)
         self._render()
         self._refresh_buttons()
+
+    def _content(self, message: Message) -> Any:
+        """A message as the API takes it: with its images as content parts."""
+        images = [ImageFile(*found) for found in map(self.store.image, message.images)
+                  if found is not None]
+        return question_content(message.content, images)
+
+    def _image_bytes(self, attachment_id: int) -> bytes | None:
+        found = self.store.image(attachment_id)
+        return found[1] if found else None
 
     def stop(self) -> None:
         """Stop the answer streaming (what arrived is kept), or stop a question waiting."""

@@ -173,7 +173,8 @@ class ModelsPage(QWidget):
             self.list.addItem(item)
         for entry in self.entries:
             details = [entry.quant or "", fmt_bytes(entry.size_bytes),
-                       source_text(entry.source.value)]
+                       source_text(entry.source.value),
+                       self.tr("reads images") if entry.projector is not None else ""]
             item = QListWidgetItem(" · ".join([entry.name, *[d for d in details if d]]))
             item.setToolTip(str(entry.path) if not entry.error else entry.error)
             item.setData(PATH_ROLE, str(entry.path))

@@ -229,6 +229,7 @@ class PlanPage(QWidget):
             "gpu_order": self.roles.gpu_order(),
             "host_reserve_bytes": self._state.settings.host_reserve_bytes,
             "advise": False,
+            "projector": getattr(self._state, "projector", None),
         }
         return Request(**fields)
 
@@ -441,6 +442,12 @@ class PlanPage(QWidget):
             context=fmt_tokens(int(doc.get("context", 0))), parallel=doc.get("parallel", 1),
             kv=kv_text(str(doc.get("kv_type", "f16"))),
             spec=spec_text(str(spec.get("mode", "off")))))
+        projector = doc.get("projector")
+        if isinstance(projector, dict):
+            self.fit_label.setText(self.fit_label.text() + " " + self.tr(
+                "Reads images: {tokens} tokens each, time to first token with one image "
+                "{ttft}.").format(tokens=int(projector.get("image_tokens", 0)),
+                                  ttft=fmt_seconds(float(projector.get("image_ttft_s", 0.0)))))
         check = dry_run.check_of(plan)
         if check is not None:
             self.fit_label.setText(self.fit_label.text() + " " + self._check_text(check))

@@ -44,10 +44,20 @@ log = logging.getLogger(__name__)
 
 
 def aggregate_decode_tps(status: dict[str, Any]) -> float:
-    """The engine's decode t/s summed over every slot decoding now."""
+    """The engine's decode t/s summed over every slot decoding now (of every loaded model
+    when the server runs many)."""
     engine = status.get("engine") or {}
-    return sum(float(s["decode_tps"]) for s in engine.get("slots") or ()
+    engines = [engine] + [m.get("engine") or {} for m in served_models(status).values()]
+    return sum(float(s["decode_tps"]) for e in engines for s in e.get("slots") or ()
                if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float))
+
+
+def served_models(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The models of a server that runs many (``loadout serve --library``), by id."""
+    models = (status.get("engine") or {}).get("models")
+    if not isinstance(models, dict):
+        return {}
+    return {str(k): v for k, v in models.items() if isinstance(v, dict)}
 
 
 class ServerPage(QWidget):
@@ -137,6 +147,13 @@ class ServerPage(QWidget):
         self.memory.verticalHeader().setVisible(False)
         self.memory.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         QVBoxLayout(self.memory_box).addWidget(self.memory)
+        self.models_box = QGroupBox()  # only when the server runs many models
+        self.models = QTableWidget(0, 4)
+        self.models.setObjectName("servedModels")
+        self.models.verticalHeader().setVisible(False)
+        self.models.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        QVBoxLayout(self.models_box).addWidget(self.models)
+        self.models_box.setVisible(False)
 
         left = QVBoxLayout()
         left.addWidget(self.settings_box)
@@ -144,6 +161,7 @@ class ServerPage(QWidget):
         right = QVBoxLayout()
         right.addWidget(self.requests_box, 2)
         right.addWidget(self.memory_box, 1)
+        right.addWidget(self.models_box, 1)
         body = QHBoxLayout()
         body.addLayout(left, 3)
         body.addLayout(right, 2)
@@ -237,6 +255,25 @@ class ServerPage(QWidget):
             for col, value in enumerate((str(dev.get("name", "")), fmt_bytes(free),
                                          fmt_bytes(total))):
                 self.memory.setItem(row, col, QTableWidgetItem(value))
+        self._show_models(served_models(status))
+
+    def _show_models(self, models: dict[str, dict[str, Any]]) -> None:
+        self.models_box.setVisible(bool(models))
+        self.models.setRowCount(len(models))
+        for row, (name, doc) in enumerate(models.items()):
+            planned = doc.get("planned_bytes") or {}
+            memory = sum(int(v) for v in planned.values() if isinstance(v, int))
+            tps = doc.get("predicted_decode_tps")
+            values = (name, self._model_state(str(doc.get("state", ""))),
+                      fmt_bytes(memory) if memory else "—",
+                      fmt_tps(float(tps)) if isinstance(tps, int | float) else "—")
+            for col, value in enumerate(values):
+                self.models.setItem(row, col, QTableWidgetItem(value))
+
+    def _model_state(self, state: str) -> str:
+        return {"loaded": self.tr("loaded"), "loading": self.tr("loading"),
+                "on_disk": self.tr("on disk"), "unloading": self.tr("unloading")
+                }.get(state, state)
 
     def _slot_state(self, state: str) -> str:
         return {"idle": self.tr("idle"), "prefill": self.tr("reading the prompt"),
@@ -311,4 +348,8 @@ class ServerPage(QWidget):
         self.memory_box.setTitle(self.tr("Memory per device"))
         self.memory.setHorizontalHeaderLabels([self.tr("Device"), self.tr("Free"),
                                                self.tr("Total")])
+        self.models_box.setTitle(self.tr("Models served"))
+        self.models.setHorizontalHeaderLabels([self.tr("Model"), self.tr("State"),
+                                               self.tr("Memory planned"),
+                                               self.tr("Predicted decode t/s")])
         self._refresh()

@@ -82,7 +82,8 @@ class MemoryMap(QWidget):
         box = metrics.height() - 4
         lines: list[list[str]] = [[]]
         x, width = 0, max(200, self.width() - 8)
-        for kind in LEGEND_KINDS:
+        shown = any(seg.kind == "projector" for bar in self._bars for seg in bar.segments)
+        for kind in LEGEND_KINDS + (("projector",) if shown else ()):
             step = box + 4 + metrics.horizontalAdvance(segment_text(kind)) + 16
             if x + step > width and lines[-1]:
                 lines.append([])

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from PySide6.QtCore import QUrl
-from PySide6.QtGui import QGuiApplication, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtGui import (
+    QGuiApplication,
+    QImage,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from app.chat_render import COPY_SCHEME, render
+from app.chat_images import thumbnail
+from app.chat_render import COPY_SCHEME, IMAGE_SCHEME, render
 from app.chat_store import Message
 
 log = logging.getLogger(__name__)
@@ -30,6 +38,25 @@ class TranscriptView(QTextBrowser):
         self.code_blocks: tuple[str, ...] = ()
         self._tail_start: int | None = None  # where the streaming answer starts
         self._history_blocks: tuple[str, ...] = ()
+        # the bytes of an attachment by id (the chat page reads them from its store)
+        self.image_source: Callable[[int], bytes | None] | None = None
+        self.thumbnails_shown = 0  # thumbnails drawn (each image once per render)
+
+    def loadResource(self, kind: int, name: QUrl | str) -> Any:
+        """The thumbnail of an attachment (``loadout-image:ID``); other resources as Qt
+        loads them."""
+        url = name if isinstance(name, QUrl) else QUrl(name)
+        if url.scheme() == IMAGE_SCHEME and self.image_source is not None:
+            try:
+                data = self.image_source(int(url.path()))
+            except ValueError:
+                data = None
+            image = thumbnail(data) if data else QImage()
+            if not image.isNull():
+                self.thumbnails_shown += 1
+                return image
+            return QImage()
+        return super().loadResource(kind, name)
 
     def show_messages(self, messages: Sequence[Message], error: str = "",
                       note: str = "") -> None:

@@ -50,6 +50,8 @@ EXPLANATIONS: dict[str, str] = {
     "not_seen_by_engine": "the engine cannot use this GPU (hidden by *_VISIBLE_DEVICES, or "
                           "an engine built without its backend)",
     "seen_by_engine_only": "found only through the engine (no vendor driver query)",
+    "software_device": "a software device computing on the CPU (e.g. Mesa's lavapipe): "
+                       "no speed prediction for it, the plan's figures are nominal",
     "engine_backend_vulkan": "the engine drives this GPU through Vulkan",
     "engine_backend_cuda": "the engine drives this GPU through CUDA",
     "engine_backend_rocm": "the engine drives this GPU through ROCm",

@@ -62,11 +62,25 @@ def _same_gpu(gpu: Gpu, dev: EngineDevice) -> bool:
     return abs(gpu.total_bytes - dev.total_bytes) <= 0.1 * gpu.total_bytes
 
 
+# Vulkan drivers that run on the CPU (Vulkan device type CPU): Mesa's lavapipe names its
+# device after llvmpipe, Google's SwiftShader after itself. ggml lists them only when
+# GGML_VK_VISIBLE_DEVICES names them, and reports them as GPUs.
+_SOFTWARE = ("llvmpipe", "lavapipe", "swiftshader")
+
+
+def is_software_device(description: str) -> bool:
+    """Whether an engine device is a software rasterizer computing on the host's CPU."""
+    text = description.lower()
+    return any(name in text for name in _SOFTWARE)
+
+
 def _from_engine(dev: EngineDevice, backend: Backend) -> Gpu:
     vendor = vendor_of(dev.description)
     unified = dev.kind == "igpu" or vendor is Vendor.APPLE
     spec = lookup(dev.description, None if unified else dev.total_bytes)
     notes = ["seen_by_engine_only", "bandwidth_nominal" if spec else "bandwidth_unknown"]
+    if is_software_device(dev.description):
+        notes.append("software_device")
     if dev.total_bytes and dev.free_bytes == 0:
         notes.append("zero_free_reported")
     return Gpu(index=0, name=dev.description or dev.name, vendor=vendor, backend=backend,

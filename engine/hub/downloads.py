@@ -40,7 +40,7 @@ from engine.hub.errors import (
 )
 from engine.hub.hub_ids import inside, safe_repo_path
 from engine.hub.locks import exclusive
-from engine.hub.pullspec import choose_files, parse_pull_spec
+from engine.hub.pullspec import choose_files, parse_pull_spec, projector_for
 from engine.paths import paths
 
 log = logging.getLogger(__name__)
@@ -169,8 +169,12 @@ def _free_bytes(folder: Path) -> int:
 
 
 def plan_download(spec: str, destination: Destination = Destination.MODELS,
-                  timeout: float = hubapi.DEFAULT_TIMEOUT_S) -> DownloadPlan:
+                  timeout: float = hubapi.DEFAULT_TIMEOUT_S,
+                  with_projector: bool = True) -> DownloadPlan:
     """List the files ``spec`` names and what is already here; no byte is downloaded.
+
+    ``with_projector``: the model's vision projector (``mmproj``) in the same repo folder
+    comes too, after the model's files.
 
     Raises:
         BadSpecError, HubOfflineError, HubNotFoundError: see :mod:`engine.hub.errors`.
@@ -181,7 +185,8 @@ def plan_download(spec: str, destination: Destination = Destination.MODELS,
     commit = hubapi.head_file(repo, group.first.path, timeout=timeout).commit \
         if destination is Destination.HUB_CACHE else None
     items = []
-    for listed in group.files:
+    projector = projector_for(files, group) if with_projector else None
+    for listed in group.files + ((projector,) if projector is not None else ()):
         remote, source = _with_hash(listed, timeout)
         target, partial = _paths_for(remote, destination, commit)
         have = partial.stat().st_size if partial.exists() and _state_matches(partial, remote) \

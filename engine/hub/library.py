@@ -68,6 +68,7 @@ class LibraryEntry:
     n_params: int = 0
     error: str | None = None             # why the header could not be read
     profile: ModelProfile | None = field(default=None, repr=False, compare=False)
+    projector: Path | None = None        # its vision projector (mmproj) beside it, if any
 
     @property
     def deletable(self) -> bool:
@@ -180,8 +181,11 @@ def _entry(path: Path, name: str, source: Source, read_headers: bool) -> Library
     shards = [path.with_name(_SHARD.sub(f"-{i:05d}-of-{m[2]}.gguf", path.name))
               for i in range(1, int(m[2]) + 1)] if m else [path]
     size = sum(p.stat().st_size for p in shards if p.exists())
+    from engine.models import paired_projector
+
     entry = LibraryEntry(path=path, name=name, source=source, size_bytes=size,
-                         shards=len(shards), quant=quant_of(path.name))
+                         shards=len(shards), quant=quant_of(path.name),
+                         projector=paired_projector(path))
     if not read_headers:
         return entry
     from engine.gguf_file import load_profile

@@ -52,3 +52,16 @@ def choose_files(repo: str, files: tuple[hubapi.RemoteFile, ...], quant: str | N
         return groups[0]
     have = sorted({g.quant or g.first.path for g in groups})
     raise HubNotFoundError(f"{repo} has no {quant or 'default'} file; it has: {', '.join(have)}")
+
+
+def projector_for(files: tuple[hubapi.RemoteFile, ...], group: FileGroup
+                  ) -> hubapi.RemoteFile | None:
+    """The vision projector that goes with ``group``'s model in its repo folder (same
+    pairing as a local folder: :func:`engine.models.pick_projector`), if any."""
+    from engine.models import pick_projector
+
+    folder = group.first.path.rpartition("/")[0]
+    here = {f.path.rpartition("/")[2]: f for f in files
+            if f.path.rpartition("/")[0] == folder and f.path.lower().endswith(".gguf")}
+    chosen = pick_projector(group.first.path.rpartition("/")[2], list(here))
+    return here[chosen] if chosen is not None else None

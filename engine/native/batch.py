@@ -43,15 +43,18 @@ class Batch:
         return i
 
     def add_run(self, tokens: Sequence[int], first_pos: int, seq: int,
-                logits_last: bool) -> int:
-        """Append consecutive tokens of one sequence; returns the index of the last one."""
+                logits_last: bool, logits_all: bool = False) -> int:
+        """Append consecutive tokens of one sequence; returns the index of the last one.
+
+        ``logits_all``: logits at every one of them (to score a prompt), not only the last.
+        """
         start = self.n_tokens
         n = len(tokens)
         arr = (ctypes.c_int32 * n)(*tokens)
         ctypes.memmove(ctypes.addressof(self._token.contents) + 4 * start, arr, 4 * n)
         pos_arr = (ctypes.c_int32 * n)(*range(first_pos, first_pos + n))
         ctypes.memmove(ctypes.addressof(self._pos.contents) + 4 * start, pos_arr, 4 * n)
-        ctypes.memset(ctypes.addressof(self._logits.contents) + start, 0, n)
+        ctypes.memset(ctypes.addressof(self._logits.contents) + start, int(logits_all), n)
         n_seq_id, seq_id = self._n_seq_id, self._seq_id
         for i in range(start, start + n):
             n_seq_id[i] = 1

@@ -38,9 +38,9 @@ class LogitsRows:
         self.n_vocab = n_vocab
         self._views: dict[int, np.ndarray[Any, np.dtype[np.float32]]] = {}
 
-    def find(self, ctx: Any, index: int) -> int | None:
-        """The token with the highest logit at batch ``index``; None when llama.cpp holds
-        no logits there."""
+    def row(self, ctx: Any, index: int) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+        """The logits row at batch ``index``, read in place (valid until the next decode);
+        None when llama.cpp holds no logits there."""
         address = _logits_address()(ctx, index)
         if not address:
             return None
@@ -50,7 +50,30 @@ class LogitsRows:
                 self._views.clear()
             buffer = (ctypes.c_float * self.n_vocab).from_address(address)
             view = self._views[address] = np.frombuffer(memoryview(buffer), dtype=np.float32)
-        return int(view.argmax())
+        return view
+
+    def rows(self, ctx: Any, first: int, n: int
+             ) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+        """The ``n`` logits rows at batch indices ``first`` .. ``first + n - 1`` as one
+        (n, n_vocab) array (in place when llama.cpp stores them one after the other, as it
+        does for consecutive outputs); None when a row is missing."""
+        fn = _logits_address()
+        start, end = fn(ctx, first), fn(ctx, first + n - 1)
+        if not start or not end:
+            return None
+        if end - start == 4 * self.n_vocab * (n - 1):
+            buffer = (ctypes.c_float * (self.n_vocab * n)).from_address(start)
+            return np.frombuffer(memoryview(buffer), dtype=np.float32).reshape(n, self.n_vocab)
+        rows = [self.row(ctx, first + i) for i in range(n)]
+        if any(r is None for r in rows):
+            return None
+        return np.stack([r for r in rows if r is not None])
+
+    def find(self, ctx: Any, index: int) -> int | None:
+        """The token with the highest logit at batch ``index``; None when llama.cpp holds
+        no logits there."""
+        view = self.row(ctx, index)
+        return None if view is None else int(view.argmax())
 
     def argmax(self, ctx: Any, index: int) -> int:
         """As :meth:`find`, for an index whose logits were asked for.

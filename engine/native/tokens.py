@@ -19,6 +19,7 @@ class Vocab:
         self.bos = int(lib.llama_vocab_bos(vocab))
         self.eos = int(lib.llama_vocab_eos(vocab))
         self._pieces: dict[int, bytes] = {}
+        self._shown: dict[int, bytes] = {}
         self._eog: dict[int, bool] = {}
 
     def tokenize(self, text: str, add_special: bool = True,
@@ -41,15 +42,26 @@ class Vocab:
         cached = self._pieces.get(token)
         if cached is not None:
             return cached
+        data = self._pieces[token] = self._to_piece(token, special=False)
+        return data
+
+    def shown(self, token: int) -> bytes:
+        """The bytes a token stands for, control tokens written out (``<|im_end|>``): how
+        a token is named in log-probabilities."""
+        cached = self._shown.get(token)
+        if cached is not None:
+            return cached
+        data = self._shown[token] = self._to_piece(token, special=True)
+        return data
+
+    def _to_piece(self, token: int, special: bool) -> bytes:
         lib = llama()
         buf = ctypes.create_string_buffer(64)  # per call: any thread may ask
-        n = lib.llama_token_to_piece(self.ptr, token, buf, len(buf), 0, False)
+        n = lib.llama_token_to_piece(self.ptr, token, buf, len(buf), 0, special)
         if n < 0:
             buf = ctypes.create_string_buffer(-n)
-            n = lib.llama_token_to_piece(self.ptr, token, buf, len(buf), 0, False)
-        data = buf.raw[:n]
-        self._pieces[token] = data
-        return data
+            n = lib.llama_token_to_piece(self.ptr, token, buf, len(buf), 0, special)
+        return buf.raw[:n]
 
     def is_eog(self, token: int) -> bool:
         """Whether ``token`` ends generation (EOS, EOT ...)."""

@@ -30,16 +30,21 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from engine.errors import EngineError
+from engine.server import messages_api as messages_routes
 from engine.server import openai_responses as docs
 from engine.server import openai_schema as oa
+from engine.server import responses_api as responses_routes
 from engine.server import sse
 from engine.server import tools as toolcalls
+from engine.server.api_common import RouteKit
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
 from engine.server.embeddings_api import embedding_routes
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
 from engine.server.grammar_budget import BudgetExceeded
+from engine.server.images import fetch_image_urls
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
+from engine.server.router_metrics import RouterMetrics
 from engine.server.security import (
     ACCESS_PATH,
     AppAccess,
@@ -50,13 +55,20 @@ from engine.server.security import (
     SecurityPolicy,
 )
 from engine.server.server_metrics import ServerMetrics
-from engine.server.state import RETRY_AFTER_S, EngineLike, ServerState, template_renders_tools
+from engine.server.state import (
+    RETRY_AFTER_S,
+    EngineLike,
+    RouteRequests,
+    ServerState,
+    template_renders_tools,
+)
 from engine.server.tokenize_api import tokenize_routes
 
 log = logging.getLogger(__name__)
 
 ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
                        "/metrics", "/v1/loadout/status", ACCESS_PATH,
+                       *responses_routes.PATHS, *messages_routes.PATHS,
                        "/v1/embeddings", "/v1/tokenize", "/v1/detokenize"})
 
 
@@ -86,11 +98,13 @@ async def _read_json(request: Request) -> Any:
     if not raw:
         raise ApiError(400, "empty request body; send a JSON object", code="invalid_json")
     try:
-        return json.loads(raw)
+        doc = json.loads(raw)
     except RecursionError as exc:
         raise ApiError(400, "the JSON nests too deeply", code="json_too_deep") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"malformed JSON: {exc}", code="invalid_json") from exc
+    await request.app.state.server.select(doc, request.headers)  # a router: its model
+    return doc
 
 
 Parser = Callable[[Any, ServedModel, RequestLimits], ParsedRequest]
@@ -139,12 +153,12 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
                      {"Retry-After": RETRY_AFTER_S})
 
     async def models(request: Request) -> Response:
-        _, served = state.require()
-        return _json(docs.models_list(served))
+        return _json(state.models_document())
 
     async def chat(request: Request) -> Response:
         body = await _read_json(request)
         _, served = state.require()
+        body = await fetch_image_urls(body, limits.images)
         parsed = await _parse(oa.parse_chat, body, served, limits)
         await _probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "messages")
@@ -157,7 +171,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
             content, calls = toolcalls.parse_tool_calls(text, parsed.tools)
         return _json(docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id,
                                         content, calls, last.finish_reason, last.metrics,
-                                        last.loop_guard))
+                                        last.loop_guard, gen.chat_logprobs()))
 
     async def completions(request: Request) -> Response:
         body = await _read_json(request)
@@ -169,10 +183,10 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
             return sse.EventStreamResponse(completion_events(gen), gen.close)
         text, last = await gen.collect(request)
         if parsed.echo:
-            text = (parsed.generation.prompt or "") + text
+            text = gen.prompt_text + text
         return _json(docs.completion_response(docs.new_id("cmpl"), gen.created, served.id,
                                               text, last.finish_reason, last.metrics,
-                                              last.loop_guard))
+                                              last.loop_guard, gen.completion_logprobs()))
 
     async def metrics(request: Request) -> Response:
         return PlainTextResponse(ctx.metrics.render(),
@@ -210,7 +224,9 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
                    Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
                    Route(f"{prefix}/completions", completions, methods=["POST"])]
     routes += embedding_routes(ctx, _read_json) + tokenize_routes(ctx, _read_json)
-    return routes
+    kit = RouteKit(_read_json, _parse, _probe_grammar, _json)
+    return routes + responses_routes.routes(ctx, limits, kit) + \
+        messages_routes.routes(ctx, limits, kit)
 
 
 class _CountRequests:
@@ -279,18 +295,22 @@ def build_app(state: ServerState, policy: SecurityPolicy,
     access = access or AppAccess()
     metrics = ServerMetrics(state.engine_status)
     ctx = GenContext(state=state, metrics=metrics)
+    if state.router is not None:
+        RouterMetrics(metrics.registry).attach(state)
     middleware = []
     if policy.cors_origins:
         middleware.append(Middleware(
             CORSMiddleware, allow_origins=list(policy.cors_origins),
-            allow_methods=["GET", "POST", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Api-Key", "Anthropic-Version"]))
+    middleware.append(Middleware(messages_routes.AnthropicErrors))
     middleware += [Middleware(_CountRequests, metrics=metrics),
                    Middleware(LocalGuardMiddleware, policy=policy),
                    Middleware(BodyTimeoutMiddleware,
                               timeout_s=(connections or ConnectionLimits()).body_timeout_s),
                    Middleware(BodyLimitMiddleware, limit=policy.max_body_bytes),
-                   Middleware(AuthMiddleware, policy=policy, access=access)]
+                   Middleware(AuthMiddleware, policy=policy, access=access),
+                   Middleware(RouteRequests, state=state)]
     app = Starlette(routes=_routes(ctx, limits, access), middleware=middleware,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})

@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.requests import Request
 
@@ -18,7 +19,8 @@ from engine.errors import (
     NotGenerativeError,
     QueueFullError,
 )
-from engine.requests import Chunk, GenerationRequest, RequestHandle
+from engine.requests import Chunk, GenerationRequest, RequestHandle, TokenLogprob
+from engine.server import openai_logprobs as oalp
 from engine.server import openai_responses as docs
 from engine.server import sse
 from engine.server import tools as toolcalls
@@ -70,11 +72,14 @@ class Generation:
     def __init__(self, ctx: GenContext, parsed: ParsedRequest, param: str,
                  handle: RequestHandle | None = None) -> None:
         engine, self.served = ctx.state.require()
+        self.engine = engine
         self.ctx = ctx
         self.parsed = parsed
         self.handle = handle if handle is not None else _submit(engine, parsed.generation,
                                                                 param)
         self.created = int(time.time())
+        self.logprobs: list[TokenLogprob] = []  # collected by collect(), when asked
+        self.prompt_logprobs: tuple[TokenLogprob, ...] = ()
         self._recorded = False
         ctx.state.in_flight += 1
         ctx.metrics.in_flight.set(ctx.state.in_flight)
@@ -93,6 +98,7 @@ class Generation:
         self._recorded = True
         self.ctx.state.in_flight -= 1
         self.ctx.metrics.in_flight.set(self.ctx.state.in_flight)
+        self.ctx.state.generation_done(self.served.id, chunk.metrics if chunk else None)
         if chunk is not None:
             self.ctx.metrics.generation_done(chunk.finish_reason or "cancelled", chunk.metrics)
         else:  # the client left: the engine's last chunk goes to nobody
@@ -115,6 +121,9 @@ class Generation:
             last: Chunk | None = None
             async for chunk in self.handle:
                 parts.append(chunk.text)
+                self.logprobs.extend(chunk.logprobs)
+                if chunk.prompt_logprobs is not None:
+                    self.prompt_logprobs = chunk.prompt_logprobs
                 last = chunk
             assert last is not None
             return "".join(parts), last
@@ -131,6 +140,36 @@ class Generation:
         self.finished(last)
         _raise_for_engine_failure(last, self.parsed.user_grammar)
         return text, last
+
+    @property
+    def prompt_text(self) -> str:
+        """The prompt as text (``echo`` returns it): a prompt of token ids decoded."""
+        request = self.parsed.generation
+        if request.prompt_tokens is not None:
+            detokenize = getattr(self.engine, "detokenize", None)
+            return str(detokenize(request.prompt_tokens)) if detokenize is not None else ""
+        return request.prompt or ""
+
+    @property
+    def wants_logprobs(self) -> bool:
+        return self.parsed.generation.params.logprobs is not None
+
+    def chat_logprobs(self) -> dict[str, Any] | None:
+        """The collected answer's chat ``logprobs`` (None when not asked)."""
+        return oalp.chat_logprobs(self.logprobs) if self.wants_logprobs else None
+
+    def completion_logprobs(self) -> dict[str, Any] | None:
+        """The collected answer's legacy ``logprobs``, the prompt's first with ``echo``."""
+        if not self.wants_logprobs:
+            return None
+        builder = _completion_builder(self)
+        prompt = list(self.prompt_logprobs) if self.parsed.echo else []
+        return builder.build(prompt + self.logprobs)
+
+
+def _completion_builder(gen: Generation) -> oalp.CompletionLogprobs:
+    # text_offset counts characters of the prompt and the answer
+    return oalp.CompletionLogprobs(0 if gen.parsed.echo else len(gen.prompt_text))
 
 
 def _raise_for_engine_failure(chunk: Chunk, user_grammar: bool) -> None:
@@ -165,20 +204,36 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
     last: Chunk | None = None
     content_event = sse.DeltaEvents(docs.chat_chunk(
         rid, created, model, {"content": sse.DeltaEvents.PLACEHOLDER}))
+    want_lps = gen.wants_logprobs
+    pending: list[TokenLogprob] = []  # tokens not yet sent with an event
+
+    def lps() -> dict[str, Any] | None:
+        if not want_lps:
+            return None
+        doc = oalp.chat_logprobs(pending)
+        pending.clear()
+        return doc
+
+    def content(text: str) -> bytes:
+        if not want_lps:
+            return content_event.event(text)
+        return sse.encode_event(docs.chat_chunk(rid, created, model, {"content": text},
+                                                logprobs=lps()))
     try:
         yield sse.encode_event(docs.chat_chunk(rid, created, model,
                                                {"role": "assistant", "content": ""}))
         async for chunk in gen.handle:
             last = chunk
+            pending.extend(chunk.logprobs)
             if chunk.text:
                 if holding:
                     parts.append(chunk.text)
                     holding = toolcalls.may_be_call("".join(parts))
                     if not holding:  # plain prose: stream it from now on
-                        yield content_event.event("".join(parts))
+                        yield content("".join(parts))
                         parts.clear()
                 else:
-                    yield content_event.event(chunk.text)
+                    yield content(chunk.text)
         assert last is not None
         if last.finish_reason in ("error", "cancelled"):
             yield _error_event(last, gen.parsed.user_grammar)
@@ -186,15 +241,16 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
             return
         calls: tuple[toolcalls.ToolCall, ...] = ()
         if holding:
-            content, calls = toolcalls.parse_tool_calls("".join(parts), tools)
-            if content:
-                yield sse.encode_event(docs.chat_chunk(rid, created, model, {"content": content}))
+            text, calls = toolcalls.parse_tool_calls("".join(parts), tools)
+            if text:
+                yield content(text)
             if calls:
                 deltas = [{"index": i, **c.to_json()} for i, c in enumerate(calls)]
                 yield sse.encode_event(docs.chat_chunk(rid, created, model,
                                                        {"tool_calls": deltas}))
         final = docs.chat_chunk(rid, created, model, {},
-                                docs.finish_reason(last.finish_reason, bool(calls)))
+                                docs.finish_reason(last.finish_reason, bool(calls)),
+                                logprobs=lps() if pending else None)
         final["usage"] = docs.usage_json(last.metrics)
         final["timings"] = docs.timings_json(last.metrics, last.loop_guard)
         yield sse.encode_event(final)
@@ -211,14 +267,32 @@ async def completion_events(gen: Generation) -> AsyncIterator[bytes]:
     """The SSE events of a streamed completion, ending in ``[DONE]``."""
     model, rid, created = gen.served.id, docs.new_id("cmpl"), gen.created
     last: Chunk | None = None
-    prefix = (gen.parsed.generation.prompt or "") if gen.parsed.echo else ""
+    prefix = gen.prompt_text if gen.parsed.echo else ""
     text_event = sse.DeltaEvents(docs.completion_response(
         rid, created, model, sse.DeltaEvents.PLACEHOLDER, None, None))
+    want_lps = gen.wants_logprobs
+    builder = _completion_builder(gen)
+    pending: list[TokenLogprob] = []  # tokens not yet sent with an event
+
+    def lps() -> dict[str, Any] | None:
+        if not want_lps:
+            return None
+        doc = builder.build(pending)
+        pending.clear()
+        return doc
+
     try:
         async for chunk in gen.handle:
             last = chunk
+            if chunk.prompt_logprobs is not None and gen.parsed.echo:
+                pending.extend(chunk.prompt_logprobs)
+            pending.extend(chunk.logprobs)
             if chunk.finish_reason is None and (chunk.text or prefix):
-                yield text_event.event(prefix + chunk.text)
+                if want_lps:
+                    yield sse.encode_event(docs.completion_response(
+                        rid, created, model, prefix + chunk.text, None, None, logprobs=lps()))
+                else:
+                    yield text_event.event(prefix + chunk.text)
                 prefix = ""
         assert last is not None
         if last.finish_reason in ("error", "cancelled"):
@@ -226,7 +300,7 @@ async def completion_events(gen: Generation) -> AsyncIterator[bytes]:
         else:
             yield sse.encode_event(docs.completion_response(
                 rid, created, model, prefix + last.text, last.finish_reason, last.metrics,
-                last.loop_guard))
+                last.loop_guard, logprobs=lps()))
         yield sse.DONE
     finally:
         if last is None or last.finish_reason is None:

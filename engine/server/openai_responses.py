@@ -47,6 +47,9 @@ def timings_json(m: Metrics, loop_guard: str | None = None) -> dict[str, Any]:
     if m.drafted_tokens:
         doc.update(acceptance=m.acceptance, drafted_tokens=m.drafted_tokens,
                    accepted_tokens=m.accepted_tokens, tokens_per_step=m.tokens_per_step)
+    if m.images:
+        doc.update(images=m.images, image_tokens=m.image_tokens,
+                   image_encode_s=m.image_encode_s, image_decode_s=m.image_decode_s)
     if loop_guard:
         doc["loop_guard"] = loop_guard
     return doc
@@ -54,22 +57,26 @@ def timings_json(m: Metrics, loop_guard: str | None = None) -> dict[str, Any]:
 
 def chat_response(rid: str, created: int, model: str, content: str | None,
                   calls: Sequence[toolcalls.ToolCall], reason: str | None, metrics: Metrics,
-                  loop_guard: str | None = None) -> dict[str, Any]:
-    """A whole ``chat.completion`` document."""
+                  loop_guard: str | None = None, logprobs: Mapping[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """A whole ``chat.completion`` document (``logprobs``: the choice's, when asked)."""
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if calls:
         message["tool_calls"] = [c.to_json() for c in calls]
     return {"id": rid, "object": "chat.completion", "created": created, "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None,
+            "choices": [{"index": 0, "message": message,
+                         "logprobs": dict(logprobs) if logprobs is not None else None,
                          "finish_reason": finish_reason(reason, bool(calls)) or "stop"}],
             "usage": usage_json(metrics), "timings": timings_json(metrics, loop_guard)}
 
 
 def chat_chunk(rid: str, created: int, model: str, delta: Mapping[str, Any],
-               reason: str | None = None) -> dict[str, Any]:
+               reason: str | None = None, logprobs: Mapping[str, Any] | None = None
+               ) -> dict[str, Any]:
     """One ``chat.completion.chunk`` with one choice."""
     return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-            "choices": [{"index": 0, "delta": dict(delta), "logprobs": None,
+            "choices": [{"index": 0, "delta": dict(delta),
+                         "logprobs": dict(logprobs) if logprobs is not None else None,
                          "finish_reason": reason}]}
 
 
@@ -80,12 +87,13 @@ def chat_usage_chunk(rid: str, created: int, model: str, metrics: Metrics) -> di
 
 
 def completion_response(rid: str, created: int, model: str, text: str, reason: str | None,
-                        metrics: Metrics | None, loop_guard: str | None = None
-                        ) -> dict[str, Any]:
+                        metrics: Metrics | None, loop_guard: str | None = None,
+                        logprobs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A ``text_completion`` document (also each streamed piece, without usage)."""
     doc: dict[str, Any] = {
         "id": rid, "object": "text_completion", "created": created, "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": None,
+        "choices": [{"index": 0, "text": text,
+                     "logprobs": dict(logprobs) if logprobs is not None else None,
                      "finish_reason": finish_reason(reason)}],
     }
     if metrics is not None:

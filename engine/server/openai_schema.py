@@ -4,7 +4,9 @@ Everything here is pure (no I/O): the HTTP layer hands in decoded JSON and gets 
 :class:`ParsedRequest` or an :class:`ApiError` carrying the status code and the
 OpenAI-style error document. Extra keys the API does not name (``top_k``, ``min_p``,
 ``repeat_penalty``, ``grammar``, ``loop_guard``, ``cache_prompt``) are accepted as
-llama.cpp's server does, and ``speculative: {"mode": "off"|"ngram"|"draft"|"mtp",
+llama.cpp's server does; ``logprobs`` / ``top_logprobs`` (chat), ``logprobs: 0..5`` with
+``echo`` (completions; ``max_tokens: 0`` with both scores the prompt alone) and
+``logit_bias`` are checked here, and ``speculative: {"mode": "off"|"ngram"|"draft"|"mtp",
 "draft_tokens": N}`` chooses speculative decoding for the request (among the modes the
 served engine has loaded).
 The response documents are built in :mod:`engine.server.openai_responses`.
@@ -19,12 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.requests import GenerationRequest, SamplingParams
+from engine.requests import MEDIA_MARKER, GenerationRequest, SamplingParams
 from engine.server import grammar as gbnf
 from engine.server import request_model as rm
 from engine.server import tools as toolcalls
 from engine.server.errors import ApiError, bad
 from engine.server.grammar_budget import BudgetExceeded, check_gbnf
+from engine.server.images import DEFAULT_IMAGE_LIMITS, ImageLimits, decode_data_url, part_url
 from engine.speculative import SPEC_MODES
 
 log = logging.getLogger(__name__)
@@ -35,6 +38,9 @@ __all__ = ["ApiError", "ParsedRequest", "ServedModel", "bad", "parse_chat",
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 MAX_STOP_SEQUENCES = rm.DEFAULT_REQUEST_LIMITS.max_stop_sequences
 MAX_DRAFT_TOKENS = 64
+MAX_TOP_LOGPROBS = 20  # chat's top_logprobs (OpenAI's limit)
+MAX_COMPLETION_LOGPROBS = 5  # the completions API's logprobs (OpenAI's limit)
+MAX_LOGIT_BIAS = 1024  # entries of one logit_bias map
 LOOP_GUARD_MODES = ("stop", "retry", "off")
 @dataclass(frozen=True)
 class ServedModel:
@@ -47,7 +53,10 @@ class ServedModel:
         template_tools: the chat template renders ``tools`` itself.
         spec_modes: the speculation modes a request may choose.
         spec_refusal: why this model cannot speculate at all (None when it can).
+        vision_refusal: why requests with images are refused (None: the model takes them).
         created: the Unix time shown for the model.
+        n_vocab: the vocabulary size, the bound of ``logit_bias`` token ids (None: not
+            known, the engine checks them).
     """
 
     id: str
@@ -56,7 +65,9 @@ class ServedModel:
     template_tools: bool = False
     spec_modes: tuple[str, ...] = ("off", "ngram")
     spec_refusal: str | None = None
+    vision_refusal: str | None = "the model was loaded without a vision projector (mmproj)"
     created: int = field(default_factory=lambda: int(time.time()))
+    n_vocab: int | None = None
 
     def accepts(self, name: str) -> bool:
         return name == self.id or name in self.aliases
@@ -153,23 +164,72 @@ def _unsupported(body: Mapping[str, Any]) -> None:
     best_of = _integer(body, "best_of", 1)
     if best_of is not None and best_of != 1:
         raise bad("only best_of=1 is supported", "best_of", "unsupported_value")
-    if body.get("logprobs") not in (None, False, 0):
-        raise bad("logprobs are not supported", "logprobs", "unsupported_value")
-    if body.get("top_logprobs") not in (None, 0):
-        raise bad("logprobs are not supported", "top_logprobs", "unsupported_value")
-    if body.get("logit_bias") not in (None, {}):
-        raise bad("logit_bias is not supported", "logit_bias", "unsupported_value")
     if body.get("suffix") not in (None, ""):
         raise bad("suffix is not supported", "suffix", "unsupported_value")
 
 
+def _chat_logprobs(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``logprobs: true`` and ``top_logprobs: 0..20`` of a chat request."""
+    asked = _boolean(body, "logprobs")
+    top = _integer(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
+    if top is not None and not asked:
+        raise bad("'top_logprobs' needs 'logprobs': true", "top_logprobs")
+    return {"logprobs": top or 0} if asked else {}
+
+
+def _completion_logprobs(body: Mapping[str, Any], echo: bool) -> dict[str, Any]:
+    """``logprobs: 0..5`` of a completions request; with ``echo``, the prompt is scored."""
+    value = body.get("logprobs")
+    if isinstance(value, bool):
+        raise bad(f"'logprobs' must be an integer from 0 to {MAX_COMPLETION_LOGPROBS} "
+                  "(the number of most likely tokens to list)", "logprobs", "invalid_type")
+    n = _integer(body, "logprobs", 0, MAX_COMPLETION_LOGPROBS)
+    if n is None:
+        return {}
+    return {"logprobs": n, "prompt_logprobs": echo}
+
+
+def _logit_bias(body: Mapping[str, Any], model: ServedModel) -> dict[str, Any]:
+    """``logit_bias``: a map of token id (a string of digits) to a bias in -100..100."""
+    raw = body.get("logit_bias")
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise bad("'logit_bias' must be an object mapping token ids to numbers",
+                  "logit_bias", "invalid_type")
+    if len(raw) > MAX_LOGIT_BIAS:
+        raise bad(f"'logit_bias' may name at most {MAX_LOGIT_BIAS} tokens, not {len(raw)}",
+                  "logit_bias")
+    out: list[tuple[int, float]] = []
+    for key, value in raw.items():
+        text = str(key).strip()
+        if not text.isascii() or not text.isdigit() or len(text) > 12:
+            raise bad(f"'logit_bias' keys must be token ids (non-negative integers), not "
+                      f"{str(key)[:40]!r}", "logit_bias", "invalid_value")
+        token = int(text)
+        if model.n_vocab is not None and token >= model.n_vocab:
+            raise bad(f"'logit_bias' names token {token}, but the vocabulary has "
+                      f"{model.n_vocab} tokens (0..{model.n_vocab - 1})", "logit_bias",
+                      "invalid_value")
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or not -100 <= value <= 100:
+            raise bad(f"'logit_bias' values must be numbers from -100 to 100 (token {text} "
+                      f"has {str(value)[:40]})", "logit_bias", "invalid_value")
+        out.append((token, float(value)))
+    return {"logit_bias": tuple(out)} if out else {}
+
+
 def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
-              limits: rm.RequestLimits) -> SamplingParams:
-    """The sampling parameters named in ``body``; engine defaults for the rest."""
+              limits: rm.RequestLimits, extra: Mapping[str, Any] | None = None
+              ) -> SamplingParams:
+    """The sampling parameters named in ``body`` (and ``extra``, already checked); engine
+    defaults for the rest."""
     base = SamplingParams()
+    extra = extra or {}
+    scoring = bool(extra.get("prompt_logprobs"))
     max_tokens = _integer(body, "max_completion_tokens", 1, limits.max_tokens)
     if max_tokens is None:
-        max_tokens = _integer(body, "max_tokens", 1, limits.max_tokens)
+        max_tokens = _integer(body, "max_tokens", 0 if scoring else 1, limits.max_tokens)
     if max_tokens is None:
         # until the context is full, as OpenAI does (or the server's cap)
         max_tokens = min(model.n_ctx_per_seq, limits.max_tokens)
@@ -211,6 +271,8 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
         grammar = extra_grammar
     values["grammar"] = grammar
     values.update(_speculative(body, model))
+    values.update(_logit_bias(body, model))
+    values.update(extra)
     return SamplingParams(**{**base.__dict__, **values})
 
 
@@ -288,15 +350,28 @@ def _response_format_grammar(body: Mapping[str, Any], limits: rm.RequestLimits
 # ---------------------------------------------------------------- chat
 
 
-def _message_content(msg: Mapping[str, Any], index: int) -> str | None:
+def _message_content(msg: Mapping[str, Any], index: int,
+                     images: list[bytes] | None = None,
+                     limits: ImageLimits = DEFAULT_IMAGE_LIMITS) -> str | None:
+    """The text of a message's content; ``image_url`` parts become the engine's media
+    marker, their bytes appended to ``images`` (None: images are refused)."""
     content = msg.get("content")
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):
         texts = []
-        for part in content:
+        for j, part in enumerate(content):
+            if isinstance(part, Mapping) and part.get("type") == "image_url" \
+                    and images is not None:
+                where = f"messages[{index}].content[{j}].image_url"
+                if len(images) >= limits.max_images:
+                    raise bad(f"at most {limits.max_images} images per request", "messages",
+                              "too_many_images")
+                images.append(decode_data_url(part_url(part, where), where, limits))
+                texts.append(MEDIA_MARKER)
+                continue
             if not isinstance(part, Mapping) or part.get("type") not in ("text", "refusal"):
-                raise bad("only text content parts are supported",
+                raise bad("only text and image_url content parts are supported",
                           f"messages[{index}].content", "unsupported_value")
             text = part.get("text", part.get("refusal"))
             if not isinstance(text, str):
@@ -308,7 +383,8 @@ def _message_content(msg: Mapping[str, Any], index: int) -> str | None:
               f"messages[{index}].content", "invalid_type")
 
 
-def _messages(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def _messages(body: Mapping[str, Any], images: list[bytes] | None = None,
+              limits: ImageLimits = DEFAULT_IMAGE_LIMITS) -> tuple[dict[str, Any], ...]:
     raw = body.get("messages")
     if raw is None:
         raise bad("'messages' is required", "messages", "missing_required_parameter")
@@ -322,7 +398,7 @@ def _messages(body: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         if role not in ROLES:
             raise bad(f"messages[{i}].role must be one of {', '.join(sorted(ROLES))}",
                       f"messages[{i}].role")
-        content = _message_content(msg, i)
+        content = _message_content(msg, i, images, limits)
         item: dict[str, Any] = {"role": "system" if role == "developer" else role,
                                 "content": content or ""}
         for key in ("name", "tool_calls", "tool_call_id"):
@@ -386,7 +462,11 @@ def parse_chat(body: Any, model: ServedModel,
     body = rm.check_body(body, rm.CHAT_FIELDS, limits)
     _check_model(body, model)
     _unsupported(body)
-    messages = _messages(body)
+    images: list[bytes] = []
+    messages = _messages(body, images, limits.images)
+    if images and model.vision_refusal is not None:
+        raise bad(f"this model cannot take images: {model.vision_refusal}", "messages",
+                  "images_not_supported")
     tools, choice = _tools(body)
     stream = _boolean(body, "stream")
     grammar = _response_format_grammar(body, limits)
@@ -416,8 +496,9 @@ def parse_chat(body: Any, model: ServedModel,
         if not isinstance(stream_options, Mapping):
             raise bad("'stream_options' must be an object", "stream_options", "invalid_type")
         include_usage = _boolean(stream_options, "include_usage")
-    params = _sampling(body, model, grammar, limits)
-    generation = GenerationRequest(messages=messages, tools=template_tools, params=params)
+    params = _sampling(body, model, grammar, limits, _chat_logprobs(body))
+    generation = GenerationRequest(messages=messages, tools=template_tools, params=params,
+                                   images=tuple(images))
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
                          tools=tools if choice != "none" else (),
                          user_grammar=params.grammar is not None,
@@ -426,6 +507,20 @@ def parse_chat(body: Any, model: ServedModel,
 
 
 # ---------------------------------------------------------------- completions
+
+
+def _token_ids(prompt: list[Any], model: ServedModel) -> tuple[int, ...] | None:
+    """A prompt given as token ids (as evaluation harnesses send it); None when ``prompt``
+    is not a list of integers."""
+    if not prompt or not all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        return None
+    top = model.n_vocab
+    bad_id = next((t for t in prompt if t < 0 or (top is not None and t >= top)), None)
+    if bad_id is not None:
+        limit = f" (0..{top - 1})" if top is not None else ""
+        raise bad(f"'prompt' names token {str(bad_id)[:40]}, outside the vocabulary{limit}",
+                  "prompt", "invalid_value")
+    return tuple(prompt)
 
 
 def parse_completion(body: Any, model: ServedModel,
@@ -439,20 +534,27 @@ def parse_completion(body: Any, model: ServedModel,
     _check_model(body, model)
     _unsupported(body)
     prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
         prompt = prompt[0]
     if prompt is None:
         raise bad("'prompt' is required", "prompt", "missing_required_parameter")
-    if not isinstance(prompt, str):
-        raise bad("'prompt' must be a string (one prompt per request)", "prompt",
-                  "invalid_type")
+    token_ids = _token_ids(prompt, model) if isinstance(prompt, list) else None
+    if token_ids is None and not isinstance(prompt, str):
+        raise bad("'prompt' must be a string or a list of token ids (one prompt per "
+                  "request)", "prompt", "invalid_type")
     stream = _boolean(body, "stream")
     echo = _boolean(body, "echo")
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and \
         _boolean(stream_options, "include_usage")
-    params = _sampling(body, model, _response_format_grammar(body, limits), limits)
-    return ParsedRequest(generation=GenerationRequest(prompt=prompt, params=params),
+    if body.get("max_tokens") == 0 and not (echo and body.get("logprobs") is not None):
+        raise bad("'max_tokens': 0 is only for scoring a prompt: send it with 'echo': true "
+                  "and 'logprobs'", "max_tokens")
+    params = _sampling(body, model, _response_format_grammar(body, limits), limits,
+                       _completion_logprobs(body, echo))
+    generation = GenerationRequest(prompt_tokens=token_ids, params=params) \
+        if token_ids is not None else GenerationRequest(prompt=prompt, params=params)
+    return ParsedRequest(generation=generation,
                          stream=stream, include_usage=include_usage, echo=echo,
                          user_grammar=params.grammar is not None,
                          grammar_field=_grammar_field(body, False))

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.server.errors import ApiError, bad
 from engine.server.grammar_budget import DEFAULT_LIMITS, GrammarLimits
+from engine.server.images import DEFAULT_IMAGE_LIMITS, ImageLimits
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
@@ -38,6 +39,7 @@ class RequestLimits:
         max_tokens: the largest ``max_tokens`` accepted, and the default when a request
             names none (the context caps both too).
         grammar: the budget of grammars and JSON schemas.
+        images: what images a chat request may carry (count, bytes, pixels, URLs).
     """
 
     max_json_depth: int = 64
@@ -47,6 +49,7 @@ class RequestLimits:
     max_stop_chars: int = 128
     max_tokens: int = 1 << 31
     grammar: GrammarLimits = DEFAULT_LIMITS
+    images: ImageLimits = DEFAULT_IMAGE_LIMITS
 
 
 DEFAULT_REQUEST_LIMITS = RequestLimits()
@@ -102,6 +105,7 @@ CHAT_FIELDS: dict[str, Field] = {
 COMPLETION_FIELDS: dict[str, Field] = {
     **_SAMPLING,
     "prompt": Field(("string", "array")),
+    "max_tokens": Field(("integer",), 0, 1 << 31),  # 0: score the prompt (echo, logprobs)
     "echo": Field(("boolean",)),
     "suffix": Field(("string",)),
 }

@@ -1,4 +1,10 @@
-"""What the server serves: the engine once loaded, or the progress or failure of its load."""
+"""What the server serves: the engine once loaded, or the progress or failure of its load.
+
+With a router (``loadout serve --models DIR``) the server serves many models: the request's
+``model`` field picks one. :func:`select_model` (awaited by the body reader, so every
+route gets it) waits until that model is loaded and leases it for the request;
+``require()`` then answers with that model's engine, as it does with one model.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,24 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.requests import GenerationRequest, RequestHandle
 from engine.server import tools as toolcalls
 from engine.server.grammar_probe import GrammarProbe
 from engine.server.openai_schema import ApiError, ServedModel
 
+if TYPE_CHECKING:
+    from engine.metrics import Metrics
+    from engine.server.router import RoutedModel, Router
+
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = "1"
+# a request sending this header with "0" is answered 503 while its model loads
+WAIT_HEADER = "x-loadout-wait"
 
 
 class EngineLike(Protocol):
@@ -46,10 +60,28 @@ def template_renders_tools(engine: EngineLike) -> bool:
     return toolcalls.PROBE_TOOL_NAME in text
 
 
-class ServerState:
-    """What the app serves: the engine once loaded, or the load's progress or failure."""
+@dataclass
+class RequestModels:
+    """The model one request was routed to, and the leases it holds until it ends."""
 
-    def __init__(self, model_id: str | None = None, aliases: Sequence[str] = ()) -> None:
+    entry: RoutedModel | None = None
+    name: str | None = None  # the model the request named
+    leases: list[RoutedModel] = field(default_factory=list)
+
+
+_request_models: ContextVar[RequestModels | None] = ContextVar("loadout_request_models",
+                                                               default=None)
+
+
+class ServerState:
+    """What the app serves: the engine once loaded, or the load's progress or failure.
+
+    With ``router`` set, many models: see the module's docstring.
+    """
+
+    def __init__(self, model_id: str | None = None, aliases: Sequence[str] = (),
+                 router: Router | None = None) -> None:
+        self.router = router
         self.engine: EngineLike | None = None
         self.served: ServedModel | None = None
         self.model_id = model_id
@@ -59,8 +91,22 @@ class ServerState:
         self.started = time.time()
         self.in_flight = 0
         # tries each request's grammar in a child process first (None: not checked so)
-        self.grammar_probe: GrammarProbe | None = None
+        self._grammar_probe: GrammarProbe | None = None
         self._lock = threading.Lock()
+        # called with (model id, the finished generation's metrics), for per-model counts
+        self.on_generation: Any = None
+
+    @property
+    def grammar_probe(self) -> GrammarProbe | None:
+        """The grammar checker of the request's model."""
+        if self.router is not None:
+            entry = self._routed()
+            return entry.probe if entry is not None else None
+        return self._grammar_probe
+
+    @grammar_probe.setter
+    def grammar_probe(self, probe: GrammarProbe | None) -> None:
+        self._grammar_probe = probe
 
     def attach(self, engine: EngineLike) -> None:
         """Serve ``engine`` from now on (called once it has loaded).
@@ -74,7 +120,10 @@ class ServerState:
                                   n_ctx_per_seq=engine.n_ctx_per_seq,
                                   template_tools=template_renders_tools(engine),
                                   spec_modes=engine.speculation_modes,
-                                  spec_refusal=engine.speculation_refusal)
+                                  spec_refusal=engine.speculation_refusal,
+                                  vision_refusal=getattr(engine, "vision_refusal",
+                                                         "this engine takes no images"),
+                                  n_vocab=getattr(engine, "n_vocab", None))
         self.load_progress = 1.0
         self.engine = engine
 
@@ -83,12 +132,47 @@ class ServerState:
 
     @property
     def state(self) -> str:
-        if self.engine is not None:
+        if self.engine is not None or self.router is not None:
             return "ready"
         return "error" if self.load_error else "loading"
 
-    def require(self) -> tuple[EngineLike, ServedModel]:
-        """The engine and model, or a 503 while loading / 500 after a failed load."""
+    def _routed(self) -> RoutedModel | None:
+        holder = _request_models.get()
+        return holder.entry if holder is not None else None
+
+    async def select(self, body: Any, headers: Mapping[str, str] | None = None) -> None:
+        """Route this request by its body's ``model``: wait until that model is loaded and
+        lease it until the request ends. Does nothing with one model, or when the body
+        names no model this router serves (``require`` then answers why).
+
+        Raises:
+            ApiError: 503 (its queue is full, or it is loading and the request sent
+                ``X-Loadout-Wait: 0``), 507 (it cannot fit), 500 (its load failed).
+        """
+        router = self.router
+        name = body.get("model") if isinstance(body, Mapping) else None
+        if router is None or not isinstance(name, str):
+            return
+        entry = router.find(name)
+        holder = _request_models.get()
+        if holder is not None:
+            holder.name = name
+        if entry is None or holder is None or holder.entry is entry:
+            return
+        wait = (headers or {}).get(WAIT_HEADER, "1").strip().lower() not in ("0", "no",
+                                                                            "false")
+        await router.acquire(entry, wait=wait)
+        holder.entry = entry
+        holder.leases.append(entry)
+
+    def require(self, model: str | None = None) -> tuple[EngineLike, ServedModel]:
+        """The engine and model, or a 503 while loading / 500 after a failed load.
+
+        With a router: the model ``model`` names, or else the one this request was routed
+        to (:meth:`select`); 400 when the request names none, 404 for an unknown name.
+        """
+        if self.router is not None:
+            return self._require_routed(model)
         if self.engine is not None and self.served is not None:
             return self.engine, self.served
         if self.load_error:  # the reason (it may name paths) is in the server's log
@@ -96,15 +180,98 @@ class ServerState:
         raise ApiError(503, f"the model is loading ({self.load_progress:.0%})",
                        code="model_loading", headers={"Retry-After": RETRY_AFTER_S})
 
+    def _require_routed(self, model: str | None) -> tuple[EngineLike, ServedModel]:
+        router = self.router
+        assert router is not None
+        entry = router.find(model) if model is not None else self._routed()
+        if model is None and entry is None:
+            holder = _request_models.get()
+            model = holder.name if holder is not None else None
+        if entry is None:
+            if model is None:
+                raise ApiError(400, "'model' is required: this server serves "
+                                    f"{', '.join(router.ids())}", param="model",
+                               code="missing_required_parameter")
+            raise ApiError(404, f"the model '{model}' does not exist; this server serves "
+                                f"{', '.join(router.ids())}", param="model",
+                           code="model_not_found")
+        if entry.engine is None or entry.served is None:
+            raise ApiError(503, f"the model '{entry.id}' is not loaded "
+                                f"({entry.state})", code="model_loading",
+                           headers={"Retry-After": RETRY_AFTER_S})
+        return entry.engine, entry.served
+
+    def generation_done(self, model_id: str, metrics: Metrics | None) -> None:
+        """A generation of ``model_id`` ended (``metrics`` None: its client left)."""
+        if self.on_generation is not None:
+            self.on_generation(model_id, metrics)
+
+    def models_document(self) -> dict[str, Any]:
+        """The ``/v1/models`` list: the one model, or every model of the router with its
+        state, aliases, planned memory and predicted decode speed."""
+        from engine.server import openai_responses as docs
+
+        if self.router is None:
+            return docs.models_list(self.require()[1])
+        router = self.router
+        return {"object": "list", "data": [
+            {"id": e.id, "object": "model", "created": int(self.started),
+             "owned_by": "loadout", **router.describe(e)} for e in router.models.values()]}
+
     def engine_status(self) -> dict[str, Any] | None:
-        """The engine's status with the three summary keys the metrics read."""
+        """The engine's status with the three summary keys the metrics read (with a
+        router: their sums over the loaded models, and each model's under ``models``)."""
+        if self.router is not None:
+            return self._router_status()
         if self.engine is None:
             return None
-        status = dict(self.engine.status())
-        slots = status.get("slots") or []
-        status.setdefault("slots_total", len(slots))
-        status.setdefault("slots_active", sum(
-            1 for s in slots if isinstance(s, Mapping) and s.get("state") not in (None, "idle")))
-        queued = status.get("queue_length", status.get("queued", 0))
-        status.setdefault("queued", queued)
-        return status
+        return _summarised(self.engine.status())
+
+    def _router_status(self) -> dict[str, Any]:
+        assert self.router is not None
+        models: dict[str, Any] = {}
+        totals = {"slots_total": 0, "slots_active": 0, "queued": 0}
+        for e in self.router.models.values():
+            doc = self.router.describe(e)
+            if e.engine is not None:
+                status = _summarised(e.engine.status())
+                for key in totals:
+                    totals[key] += int(status.get(key) or 0)
+                doc["engine"] = status
+            models[e.id] = doc
+        return {**totals, "models": models}
+
+
+def _summarised(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """An engine's status with ``slots_total``, ``slots_active`` and ``queued``."""
+    status = dict(raw)
+    slots = status.get("slots") or []
+    status.setdefault("slots_total", len(slots))
+    status.setdefault("slots_active", sum(
+        1 for s in slots if isinstance(s, Mapping) and s.get("state") not in (None, "idle")))
+    queued = status.get("queue_length", status.get("queued", 0))
+    status.setdefault("queued", queued)
+    return status
+
+
+class RouteRequests:
+    """ASGI middleware: each request may be routed to a model (:meth:`ServerState.select`);
+    the leases it took are released when its answer has been sent (streams included)."""
+
+    def __init__(self, app: Any, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        router = self.state.router
+        if scope["type"] != "http" or router is None:
+            await self.app(scope, receive, send)
+            return
+        holder = RequestModels()
+        token = _request_models.set(holder)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _request_models.reset(token)
+            for entry in holder.leases:
+                router.release(entry)

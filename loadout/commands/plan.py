@@ -51,6 +51,11 @@ def register(sub: Any) -> None:
                    help="network bandwidth to the workers in GB/s (default: measured)")
     p.add_argument("--rope-scaling", action="store_true",
                    help="allow a context beyond the training context")
+    p.add_argument("--mmproj", default=None, metavar="FILE",
+                   help="the model's vision projector (default: the one beside the model)")
+    p.add_argument("--no-mmproj", action="store_true", help="plan without a projector")
+    p.add_argument("--no-mmproj-offload", action="store_true",
+                   help="keep the projector in RAM")
     p.add_argument("--no-advice", action="store_true", help="skip the what-if advice")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -110,6 +115,25 @@ def build_request(args: argparse.Namespace) -> Any:
         else None, rope_scaling=args.rope_scaling, advise=not args.no_advice)
 
 
+def _projector(args: argparse.Namespace) -> Any:
+    """The projector profile to plan with: --mmproj, else the one paired with the (first,
+    local) model; None with --no-mmproj or when there is none."""
+    if getattr(args, "no_mmproj", False):
+        return None
+    from pathlib import Path
+
+    from engine.gguf_file import load_projector
+    from engine.models import paired_projector, resolve_local_model
+
+    path = getattr(args, "mmproj", None)
+    if path is None:
+        model = args.model[0]
+        if model.startswith("hf:") or model == "demo":
+            return None
+        path = paired_projector(resolve_local_model(model))
+    return load_projector(Path(path)) if path is not None else None
+
+
 def run(args: argparse.Namespace) -> int:
     from planner.plan import plan
     from planner.quant import choose
@@ -128,7 +152,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"loadout plan: error: {exc}", file=sys.stderr)
         return 2
     profiles = [_profile(m) for m in args.model]
-    plans = [plan(inventory, p, request) for p in profiles]
+    projector = _projector(args)
+    if projector is not None:
+        from planner.vision_plan import plan_with_projector
+
+        offload = not getattr(args, "no_mmproj_offload", False)
+        plans = [plan_with_projector(inventory, p, request, projector, offload)
+                 for p in profiles]
+    else:
+        plans = [plan(inventory, p, request) for p in profiles]
     chosen = 0
     if len(plans) > 1:
         from planner.speed import CONSTANTS
@@ -175,6 +207,11 @@ def render(plan: Any, model: str) -> str:
                      f"{_gib(d.compute_bytes):>12}{_gib(d.other_bytes):>12}"
                      f"{_gib(d.reserve_bytes):>12}{_gib(d.capacity_bytes):>12}  "
                      f"{_ranges(d.layers)} / {_ranges(d.expert_layers)}")
+    if p.projector is not None:
+        v = p.projector
+        lines.append(f"  vision projector on {v.device}: {v.weights_bytes / 2**20:.1f} MiB "
+                     f"weights + {v.compute_bytes / 2**20:.1f} MiB compute; one image = "
+                     f"{v.image_tokens} tokens, encoded in {v.encode_s:.3f} s")
     for s in p.spills:
         lines.append(f"  spill: {s.kind.value} {_ranges(s.layers)} {_gib(s.bytes)} -> {s.to}"
                      f" (costs {s.cost_ms:.2f} ms per token)")
@@ -188,6 +225,11 @@ def render(plan: Any, model: str) -> str:
     lines.append(f"Predicted: decode {pr.decode_tps:.1f} t/s, prefill {pr.prefill_tps:.0f} t/s,"
                  f" TTFT {pr.ttft_s:.2f} s for {pr.prompt_tokens} prompt tokens"
                  f" (depth {pr.depth})")
+    if p.projector is not None:
+        from planner.projector import image_ttft_s
+
+        with_image = image_ttft_s(pr.ttft_s, pr.prefill_tps, p.projector)
+        lines.append(f"  with one image: TTFT {with_image:.2f} s")
     if p.calibration is not None and p.calibration.runs and p.raw_predicted is not None:
         raw = p.raw_predicted
         lines.append(f"  calibrated on {p.calibration.runs} runs on this machine "

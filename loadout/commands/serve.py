@@ -1,4 +1,8 @@
-"""``loadout serve MODEL``: the engine process, an OpenAI-compatible HTTP server."""
+"""``loadout serve MODEL``: the engine process, an OpenAI-compatible HTTP server.
+
+``loadout serve --models DIR`` / ``--library``: many models behind one server, loaded on
+demand and kept resident by the planner (see ``engine.server.router``).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
 
 def register(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve a model over an OpenAI-compatible HTTP API")
-    p.add_argument("model", nargs="?", default="demo",
+    p.add_argument("model", nargs="?", default=None,
                    help="a .gguf path or 'demo' (default)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; any other needs a key)")
@@ -62,6 +66,22 @@ def register(sub: Any) -> None:
                    help="skip the planner: every layer on the default device, f16 KV")
     p.add_argument("--no-warmup", action="store_true",
                    help="skip the warm-up decode after the load")
+    p.add_argument("--mmproj", type=Path, default=None, metavar="FILE",
+                   help="the model's vision projector (mmproj GGUF); default: the one "
+                        "beside the model, if any")
+    p.add_argument("--no-mmproj", action="store_true",
+                   help="load no projector, even when one lies beside the model")
+    p.add_argument("--no-mmproj-offload", action="store_true",
+                   help="keep the projector on the CPU")
+    p.add_argument("--allow-image-urls", action="store_true",
+                   help="fetch http(s) image URLs in requests (default: data URLs only)")
+    p.add_argument("--image-url-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds one image download may take")
+    p.add_argument("--max-images", type=int, default=8, help="images per request")
+    p.add_argument("--max-image-bytes", type=int, default=5 * 1024 * 1024,
+                   help="size of one image file")
+    p.add_argument("--max-image-pixels", type=int, default=4096 * 4096,
+                   help="width x height of one image")
     p.add_argument("--alias", action="append", default=[],
                    help="another name accepted as the request's model (repeatable)")
     p.add_argument("--embeddings", action="store_true",
@@ -69,6 +89,24 @@ def register(sub: Any) -> None:
                         "layer's hidden states); an embedding model always serves them")
     p.add_argument("--ready-json", action="store_true",
                    help="print the ready line (URL, generated key) as one JSON document")
+    many = p.add_argument_group("many models (a router)")
+    many.add_argument("--models", type=Path, default=None, metavar="DIR",
+                      help="serve every GGUF under DIR, each loaded on demand")
+    many.add_argument("--library", action="store_true",
+                      help="serve the demo and every GGUF of your library, on demand")
+    many.add_argument("--keep", action="append", default=[], metavar="MODEL",
+                      help="keep this model loaded: loaded at start, never unloaded "
+                           "(repeatable)")
+    many.add_argument("--idle-timeout", type=float, default=None, metavar="S",
+                      help="unload a model idle this many seconds")
+    many.add_argument("--models-max", type=int, default=None, metavar="N",
+                      help="at most N models loaded at once (memory decides too)")
+    many.add_argument("--ram-budget", type=float, default=None, metavar="GIB",
+                      help="RAM the loaded models may use together, in GiB (default: the "
+                           "RAM available at start less the 5 GB reserve)")
+    many.add_argument("--rig", type=Path, default=None, metavar="FILE",
+                      help="plan residency for the machine in this rig file "
+                           "('loadout detect --json')")
     # the server's own grammar checker child (engine.server.grammar_probe), started this way
     # so that a frozen bundle, which has no "python -m", can start it too
     p.add_argument("--grammar-checker", default=None, metavar="MODEL",
@@ -81,11 +119,14 @@ def _planned(args: argparse.Namespace, model_path: Path, failed: Any = ()) -> An
 
     pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
             "kv_type": args.kv_type.lower() if args.kv_type else None}
+    projector = _projector_path(args, model_path)
     return plan_launch(str(model_path), context=max(64, args.ctx),
                        parallel=max(1, args.parallel), n_threads=args.threads, overrides=pins,
                        workers=worker_list(args.workers), attempt=failed.host_attempt
                        if failed else 0,
-                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else ())
+                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else (),
+                       mmproj_path=str(projector) if projector else None,
+                       mmproj_offload=not args.no_mmproj_offload)
 
 
 def _replan(args: argparse.Namespace, model_path: Path, first: Any) -> Any:
@@ -139,6 +180,7 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
 
     from engine.server.connections import ConnectionLimits
     from engine.server.grammar_budget import DEFAULT_LIMITS
+    from engine.server.images import ImageLimits
     from engine.server.request_model import DEFAULT_REQUEST_LIMITS
 
     grammar = dataclasses.replace(DEFAULT_LIMITS, max_grammar_bytes=args.max_grammar_bytes,
@@ -147,10 +189,39 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
                                  max_stop_chars=args.max_stop_chars, grammar=grammar)
     if args.max_tokens is not None:
         limits = dataclasses.replace(limits, max_tokens=max(1, args.max_tokens))
+    images = ImageLimits(max_images=max(0, args.max_images),
+                         max_bytes=max(1, args.max_image_bytes),
+                         max_pixels=max(1, args.max_image_pixels),
+                         allow_urls=args.allow_image_urls,
+                         fetch_timeout_s=max(0.1, args.image_url_timeout))
+    limits = dataclasses.replace(limits, images=images)
     conn = ConnectionLimits(max_connections=max(1, args.max_connections),
                             header_timeout_s=args.header_timeout,
                             body_timeout_s=args.body_timeout)
     return limits, conn
+
+
+def _projector_path(args: argparse.Namespace, model_path: Path) -> Path | None:
+    """--mmproj, else the projector paired with the model in its folder (none with
+    --no-mmproj)."""
+    from engine.models import paired_projector
+
+    if args.no_mmproj:
+        return None
+    return args.mmproj or paired_projector(model_path)
+
+
+def _with_projector(args: argparse.Namespace, model_path: Path, spec: Any) -> Any:
+    """The spec with the model's projector (the plan's placement of it when planned)."""
+    if args.no_mmproj:
+        return spec.with_changes(mmproj_path=None)
+    projector = _projector_path(args, model_path)
+    if projector is None:
+        return spec
+    changes: dict[str, Any] = {"mmproj_path": str(projector)}
+    if args.no_mmproj_offload or not spec.mmproj_offload:
+        changes["mmproj_offload"] = False
+    return spec.with_changes(**changes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -161,10 +232,26 @@ def run(args: argparse.Namespace) -> int:
         from engine.server import grammar_probe
 
         return grammar_probe.main([args.grammar_checker])
+    if args.models is not None or args.library:
+        if args.model is not None:
+            print("loadout serve: give MODEL or --models/--library, not both",
+                  file=sys.stderr)
+            return 2
+        single = [flag for flag, on in (("--launch-spec", args.launch_spec is not None),
+                                        ("--workers", bool(args.workers)),
+                                        ("--no-plan", args.no_plan),
+                                        ("--alias", bool(args.alias))) if on]
+        if single:
+            print(f"loadout serve: {', '.join(single)} apply to one model, not to "
+                  "--models/--library", file=sys.stderr)
+            return 2
+        return _run_router(args)
+    args.model = args.model or "demo"
     path = resolve_local_model(args.model)
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
     spec, plan = _spec_and_plan(args, path)
+    spec = _with_projector(args, path, spec)
     if args.no_warmup:
         spec = spec.with_changes(warm_up=False)
     # the key from the environment (how the desktop app passes it), never left there
@@ -188,3 +275,93 @@ def run(args: argparse.Namespace) -> int:
         print(f"loadout serve: cannot listen on {args.host}:{args.port}: {exc}",
               file=sys.stderr)
         return 1
+
+
+def _router(args: argparse.Namespace) -> Any:
+    import dataclasses
+
+    from engine import run_records
+    from engine.rig_file import inventory_for
+    from engine.server import model_catalog
+    from engine.server.router import Router, RouterOptions
+    from engine.server.router_plan import RouterPlanner
+    from planner.request import Request
+
+    if args.models is not None:
+        if not args.models.is_dir():
+            raise SystemExit(f"loadout serve: --models {args.models}: not a folder")
+        catalog = model_catalog.folder_models(args.models)
+    else:
+        catalog = model_catalog.library_models()
+    if not catalog:
+        raise SystemExit("loadout serve: no GGUF model found to serve")
+    pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
+            "kv_type": args.kv_type.lower() if args.kv_type else None}
+    request = Request(context=max(64, args.ctx), parallel=max(1, args.parallel),
+                      advise=False, machine_runs=run_records.samples(),
+                      **{k: v for k, v in pins.items() if v is not None})
+    inventory = inventory_for(args.rig)
+    if args.ram_budget is not None:
+        host = dataclasses.replace(inventory.host, ram_available_bytes=int(
+            args.ram_budget * 1024**3) + request.host_reserve_bytes)
+        inventory = dataclasses.replace(inventory, host=host)
+    if args.threads:
+        inventory = dataclasses.replace(
+            inventory, host=dataclasses.replace(inventory.host, cores=args.threads))
+    names = {n: m.id for m in catalog for n in m.names()}
+    unknown = [k for k in args.keep if k not in names]
+    if unknown:
+        raise SystemExit(f"loadout serve: --keep {', '.join(unknown)}: not among the "
+                         f"models served ({', '.join(m.id for m in catalog)})")
+    options = RouterOptions(queue_size=max(1, args.queue_size),
+                            pinned=frozenset(names[k] for k in args.keep),
+                            idle_timeout_s=args.idle_timeout,
+                            models_max=max(1, args.models_max) if args.models_max else None)
+    planner = RouterPlanner(inventory, request, n_threads=args.threads,
+                            warm_up=not args.no_warmup)
+    return Router(catalog, planner, options)
+
+
+def _run_router(args: argparse.Namespace) -> int:
+    from engine.server.router_runner import serve_router
+    from engine.server.runner import ServeOptions
+    from planner.errors import PlannerError
+
+    try:
+        router = _router(args)
+    except PlannerError as exc:
+        print(f"loadout serve: {exc}", file=sys.stderr)
+        return 1
+    api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
+    app_key = os.environ.pop(APP_KEY_ENV, None) or None
+    app_public = os.environ.pop(APP_PUBLIC_ENV, "") == "1"
+    limits, conn = _limits(args)
+    first = next(iter(router.models.values())).model.path
+    from engine.launch import LaunchSpec
+
+    options = ServeOptions(spec=LaunchSpec(model_path=str(first)), host=args.host,
+                           port=args.port, api_key=api_key, cors_origins=tuple(args.cors),
+                           queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
+                           ready_json=args.ready_json, allowed_hosts=tuple(args.allow_host),
+                           limits=limits, connections=conn, app_key=app_key,
+                           app_public=app_public)
+    print(f"serving {len(router.models)} models on demand: {', '.join(router.ids())}",
+          file=sys.stderr, flush=True)
+    _show_router_log()
+    try:
+        return serve_router(router, options)
+    except OSError as exc:
+        print(f"loadout serve: cannot listen on {args.host}:{args.port}: {exc}",
+              file=sys.stderr)
+        return 1
+
+
+def _show_router_log() -> None:
+    """Loads and unloads (with their reasons) on stderr too, not only in the log file."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.INFO)
+    handler.addFilter(lambda record: record.levelno < logging.WARNING)  # root shows those
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    logging.getLogger("engine.server.router").addHandler(handler)

@@ -41,6 +41,8 @@ def test_bench_json_follows_the_contract(tmp_path: Path) -> None:
     assert 0.0 < doc["decode_overhead"] < 0.5
     predicted = doc["predicted"]
     assert predicted is None or {"decode_tps", "prefill_tps", "ttft_s"} <= set(predicted)
+    # predicted where it was measured: at the prompt's length in this model's tokens
+    assert predicted is None or predicted["prompt_tokens"] == doc["prompt_tokens"]
 
 
 def test_bench_repeats_process_the_whole_prompt_and_report_medians(tmp_path: Path) -> None:

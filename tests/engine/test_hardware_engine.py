@@ -97,6 +97,16 @@ def test_device_names_map_to_backends_and_vendors() -> None:
     assert vendor_of("llvmpipe (LLVM 17.0.6, 256 bits)") is Vendor.OTHER
 
 
+def test_a_software_vulkan_device_is_noted_as_such() -> None:
+    lavapipe = EngineDevice(0, "Vulkan0", "llvmpipe (LLVM 15.0.6, 256 bits)", "gpu",
+                            2 << 30, 2 << 30)
+    arc = EngineDevice(1, "Vulkan1", "Intel(R) Arc(tm) A770 Graphics (DG2)", "gpu",
+                       16 << 30, 16 << 30)
+    gpus = cross_check([], [lavapipe, arc]).gpus
+    assert "software_device" in gpus[0].notes
+    assert "software_device" not in gpus[1].notes
+
+
 def test_quick_device_list_matches_the_bindings_and_skips_their_import() -> None:
     import subprocess
     import sys

@@ -70,6 +70,8 @@ def test_aliases_name_the_same_model_and_anything_else_is_404() -> None:
     (_chat(messages="hi"), "messages"),
     (_chat(messages=[{"role": "robot", "content": "x"}]), "messages[0].role"),
     (_chat(messages=[{"role": "user", "content": [{"type": "image_url"}]}]),
+     "messages[0].content[0].image_url"),
+    (_chat(messages=[{"role": "user", "content": [{"type": "input_audio"}]}]),
      "messages[0].content"),
     (_chat(temperature=-1), "temperature"),
     (_chat(temperature=float("nan")), "temperature"),
@@ -78,8 +80,8 @@ def test_aliases_name_the_same_model_and_anything_else_is_404() -> None:
     (_chat(top_k=-1), "top_k"),
     (_chat(stop=["a"] * 17), "stop"),
     (_chat(n=2), "n"),
-    (_chat(logprobs=True), "logprobs"),
-    (_chat(logit_bias={"1": 5}), "logit_bias"),
+    (_chat(logprobs=3), "logprobs"),
+    (_chat(logit_bias={"x": 5}), "logit_bias"),
     (_chat(stream="yes"), "stream"),
     (_chat(loop_guard="forever"), "loop_guard"),
     (_chat(cache_prompt="no"), "cache_prompt"),
@@ -151,7 +153,7 @@ def test_completion_body_checks() -> None:
                                "max_tokens": 5}, MODEL)
     assert parsed.generation.prompt == "Once" and parsed.echo
     assert _error({"model": "tiny"}, parse_completion).param == "prompt"
-    assert _error({"model": "tiny", "prompt": [1, 2]}, parse_completion).param == "prompt"
+    assert _error({"model": "tiny", "prompt": ["a", "b"]}, parse_completion).param == "prompt"
     assert _error({"model": "tiny", "prompt": "x", "suffix": "y"},
                   parse_completion).param == "suffix"
 

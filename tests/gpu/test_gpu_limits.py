@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.gpu.conftest import run_worker
 
 MIB = 1 << 20
@@ -40,8 +38,6 @@ def test_a_plan_too_big_runs_out_of_memory_and_the_replan_loads(
     assert "error" not in last and last["n_gpu_layers"] < first["n_gpu_layers"]
 
 
-@pytest.mark.xfail(strict=True, reason="every block in RAM with attention without flash: "
-                   "the device's op-offload compute buffer is priced 7% under (211 of 228 MiB)")
 def test_a_budget_too_small_for_any_layer_still_counts_the_device_compute(
         gpu_home: Path, vulkan_device: dict[str, Any]) -> None:
     got = run_worker(gpu_home, "capped", "550")

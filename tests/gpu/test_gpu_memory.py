@@ -28,18 +28,10 @@ def measured(gpu_home: Path, vulkan_device: dict[str, Any]) -> dict[str, Any]:
 
 
 # Misses of the memory model that this backend shows, measured by
-# ``bench/memory_accuracy.py --gpu`` (README, "Engine builds"). Strict: when the model is
-# fixed these pass, and the marker must go.
-MOE_PROMPT = ("MoE blocks with a micro-batch of 2048 under op offload: the device's compute "
-              "buffer is ~8 MiB under with whole blocks in RAM (-6%; the same with Vulkan's "
-              "node reordering off, GGML_VK_DISABLE_GRAPH_OPTIMIZE=1) and ~8 MiB over with "
-              "experts in RAM (+6%; 3.6 MiB of it is the reordering within a split)")
-RECURRENT_PROMPT = ("recurrent blocks in RAM run by the device (op offload) at a micro-batch of "
-                    "2048: llama.cpp's device compute buffer is 3.6 MiB above the replay (-3% "
-                    "total); "
-                    "the state copies (12 KiB + 128 KiB a block) do not explain it")
-KNOWN_MISSES = {("moe/half", "gpu0"): MOE_PROMPT, ("moe/experts-in-ram", "gpu0"): MOE_PROMPT,
-                ("hybrid/half", "gpu0"): RECURRENT_PROMPT}
+# ``bench/memory_accuracy.py --gpu`` (README, "Engine builds"), each as a strict xfail with
+# what misses: none left (when one appears, add it here, and when it is fixed the marker
+# must go).
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _known_miss(case: str, device: str) -> str | None:

@@ -1,0 +1,223 @@
+"""Anthropic Messages API requests turned into the chat request the server already checks.
+
+A ``POST /v1/messages`` body (``system``, ``messages`` of content blocks with ``text``,
+``tool_use`` and ``tool_result``, ``tools`` with ``input_schema``, ``tool_choice``,
+``stop_sequences``, ``max_tokens``, sampling) becomes a ``/v1/chat/completions`` body for
+:func:`engine.server.openai_schema.parse_chat`. Every field is checked here first (400
+naming the Anthropic field), so the chat parser only ever sees a well-formed body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.server import request_model as rm
+from engine.server.api_common import check_fields, image_content, require, text_of
+from engine.server.errors import bad
+from engine.server.request_model import Field, RequestLimits
+
+FIELDS: dict[str, Field] = {
+    "model": Field(("string",)),
+    "messages": Field(("array",)),
+    "system": Field(("string", "array")),
+    "max_tokens": Field(("integer",), 1, 1 << 31),
+    "stop_sequences": Field(("array",)),
+    "stream": Field(("boolean",)),
+    "temperature": Field(("number",), 0.0, 1.0),
+    "top_p": Field(("number",), 0.0, 1.0),
+    "top_k": Field(("integer",), 0, 1 << 20),
+    "tools": Field(("array",)),
+    "tool_choice": Field(("object",)),
+    "metadata": Field(("object",)),
+    "thinking": Field(("object",)),
+    "service_tier": Field(("string",)),
+}
+# llama.cpp-style sampling extras the chat route takes too; passed through unchanged
+EXTRAS = ("min_p", "repeat_penalty", "presence_penalty", "frequency_penalty", "seed",
+          "loop_guard", "cache_prompt", "speculative")
+# blocks a client may send back from an earlier answer that this server never writes
+_SKIPPED = ("thinking", "redacted_thinking")
+
+
+@dataclass(frozen=True)
+class MessagesRequest:
+    """A checked Messages request: the chat body and what the answer needs back."""
+
+    chat: dict[str, Any]
+    stops: tuple[str, ...] = ()
+    stream: bool = False
+
+
+def _tool_result(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+    if not isinstance(block.get("tool_use_id"), str):
+        raise bad(f"'{where}.tool_use_id' must be a string", f"{where}.tool_use_id",
+                  "invalid_type")
+    content = block.get("content")
+    text = "" if content is None else text_of(content, f"{where}.content", ("text",))
+    if block.get("is_error") is True:
+        text = f"Error: {text}"
+    return {"role": "tool", "tool_call_id": block["tool_use_id"], "content": text}
+
+
+def _tool_use(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+    for name in ("id", "name"):
+        if not isinstance(block.get(name), str):
+            raise bad(f"'{where}.{name}' must be a string", f"{where}.{name}", "invalid_type")
+    if not isinstance(block.get("input"), Mapping):
+        raise bad(f"'{where}.input' must be an object", f"{where}.input", "invalid_type")
+    return {"id": block["id"], "type": "function",
+            "function": {"name": block["name"], "arguments": json.dumps(block["input"])}}
+
+
+def _turn(msg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    """The chat messages of one Anthropic message (tool results become tool messages)."""
+    role = msg.get("role")
+    if role not in ("user", "assistant"):
+        raise bad(f"'{where}.role' must be user or assistant", f"{where}.role")
+    content = msg.get("content")
+    if content is None:
+        raise bad(f"'{where}.content' is required", f"{where}.content",
+                  "missing_required_parameter")
+    if isinstance(content, str):
+        return [{"role": role, "content": content}]
+    if not isinstance(content, list):
+        raise bad(f"'{where}.content' must be a string or a list of blocks",
+                  f"{where}.content", "invalid_type")
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if texts or calls:
+            out.append({"role": role, "content": "".join(texts),
+                        **({"tool_calls": list(calls)} if calls else {})})
+            texts.clear()
+            calls.clear()
+
+    for j, block in enumerate(content):
+        here = f"{where}.content[{j}]"
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if not isinstance(block, Mapping) or not isinstance(kind, str):
+            raise bad(f"'{here}' must be a block with a 'type'", here, "invalid_type")
+        if kind == "text":
+            texts.append(text_of([block], here, ("text",)))
+        elif kind == "image":
+            image_content(block, here)
+        elif kind == "tool_use" and role == "assistant":
+            calls.append(_tool_use(block, here))
+        elif kind == "tool_result" and role == "user":
+            flush()
+            out.append(_tool_result(block, here))
+        elif kind not in _SKIPPED:
+            raise bad(f"'{here}.type' {kind!r} is not supported in a {role} message",
+                      f"{here}.type", "unsupported_content")
+    flush()
+    return out or [{"role": role, "content": ""}]
+
+
+def _system(value: Any) -> str | None:
+    if value is None:
+        return None
+    return text_of(value, "system", ("text",))
+
+
+def _tools(raw: Any) -> list[dict[str, Any]]:
+    tools = []
+    for i, tool in enumerate(raw or ()):
+        where = f"tools[{i}]"
+        if not isinstance(tool, Mapping):
+            raise bad(f"'{where}' must be an object", where, "invalid_type")
+        if tool.get("type") not in (None, "custom"):
+            raise bad(f"'{where}': {tool.get('type')!r} tools are not supported (only "
+                      "client tools with an input_schema)", where, "unsupported_value")
+        rm.check_field(tool, "name", Field(("string",)), f"{where}.")
+        rm.check_field(tool, "description", Field(("string",)), f"{where}.")
+        rm.check_field(tool, "input_schema", Field(("object",)), f"{where}.")
+        if not isinstance(tool.get("name"), str):
+            raise bad(f"'{where}.name' is required", f"{where}.name",
+                      "missing_required_parameter")
+        fn = {"name": tool["name"], "parameters": tool.get("input_schema") or
+              {"type": "object", "properties": {}}}
+        if tool.get("description") is not None:
+            fn["description"] = tool["description"]
+        tools.append({"type": "function", "function": fn})
+    return tools
+
+
+def _tool_choice(raw: Mapping[str, Any] | None) -> Any:
+    if raw is None:
+        return None
+    kind = raw.get("type")
+    if kind in ("auto", "none"):
+        return kind
+    if kind == "any":
+        return "required"
+    if kind == "tool" and isinstance(raw.get("name"), str):
+        return {"type": "function", "function": {"name": raw["name"]}}
+    raise bad("'tool_choice' must be {'type': 'auto'}, {'type': 'any'}, {'type': 'none'} "
+              "or {'type': 'tool', 'name': ...}", "tool_choice", "invalid_type")
+
+
+def _stops(raw: Any, limits: RequestLimits) -> tuple[str, ...]:
+    stops = raw or []
+    if len(stops) > limits.max_stop_sequences:
+        raise bad(f"'stop_sequences' takes at most {limits.max_stop_sequences} sequences",
+                  "stop_sequences")
+    for i, s in enumerate(stops):
+        if not isinstance(s, str):
+            raise bad(f"'stop_sequences[{i}]' must be a string", "stop_sequences",
+                      "invalid_type")
+        if len(s) > limits.max_stop_chars:
+            raise bad(f"a stop sequence may be at most {limits.max_stop_chars} characters "
+                      f"(stop_sequences[{i}] has {len(s)})", "stop_sequences")
+    return tuple(s for s in stops if s)
+
+
+def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> MessagesRequest:
+    """Check a Messages body and build its chat request.
+
+    Args:
+        body: the decoded JSON body.
+        limits: the server's request limits.
+        counting: for ``count_tokens``: ``max_tokens`` is not required.
+
+    Raises:
+        ApiError: 400 naming the field at fault.
+    """
+    body = check_fields(body, FIELDS, limits)
+    require(body, "model")
+    raw = require(body, "messages")
+    if not counting:
+        require(body, "max_tokens")
+    if not raw:
+        raise bad("'messages' must hold at least one message", "messages")
+    if len(raw) > limits.max_messages:
+        raise bad(f"at most {limits.max_messages} messages per request", "messages")
+    messages: list[dict[str, Any]] = []
+    system = _system(body.get("system"))
+    if system:
+        messages.append({"role": "system", "content": system})
+    for i, msg in enumerate(raw):
+        if not isinstance(msg, Mapping):
+            raise bad(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
+        messages += _turn(msg, f"messages[{i}]")
+    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
+    tools = _tools(body.get("tools"))
+    choice = _tool_choice(body.get("tool_choice"))
+    if tools:
+        chat["tools"] = tools
+        if choice is not None:
+            chat["tool_choice"] = choice
+    elif choice not in (None, "auto", "none"):
+        raise bad("'tool_choice' needs 'tools'", "tool_choice")
+    stops = _stops(body.get("stop_sequences"), limits)
+    if stops:
+        chat["stop"] = list(stops)
+    for name in ("temperature", "top_p", "top_k", *EXTRAS):
+        if body.get(name) is not None:
+            chat[name] = body[name]
+    chat["max_tokens"] = 1 if counting else body["max_tokens"]
+    return MessagesRequest(chat=chat, stops=stops, stream=bool(body.get("stream")))

@@ -1,0 +1,105 @@
+"""How the router plans a model beside the resident ones (the planner, not a dry run)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.launch import LaunchSpec
+from planner.inventory import Inventory
+from planner.plan import Plan, plan
+from planner.profile import ModelProfile
+from planner.request import Request
+from planner.residency import Resident, inventory_left
+
+log = logging.getLogger(__name__)
+
+GIB = 1024**3
+
+
+def fits(p: Plan) -> bool:
+    """A plan the router may load: it fits, and nothing is read from disk per token."""
+    return p.fits and not p.streams_from_disk
+
+
+def need_of(p: Plan) -> dict[str, int]:
+    """The bytes ``p`` puts on each device; what it leaves on disk counts as RAM (the
+    router never loads a plan that reads weights from disk per token)."""
+    need: dict[str, int] = {}
+    for d in p.devices:
+        device = "host" if d.kind == "disk" else d.id
+        if d.used_bytes > 0:
+            need[device] = need.get(device, 0) + d.used_bytes
+    return need
+
+
+def budget_of(p: Plan) -> dict[str, int]:
+    """Each device's usable bytes as ``p`` saw them (capacity less its reserve)."""
+    return {d.id: d.capacity_bytes - d.reserve_bytes for d in p.devices if d.kind != "disk"}
+
+
+def gib(n: int) -> str:
+    """Bytes as GiB, or MiB below one GiB."""
+    return f"{n / GIB:.2f} GiB" if abs(n) >= GIB else f"{n / 1024**2:.1f} MiB"
+
+
+@dataclass
+class RouterPlanner:
+    """Plans every model of a router against one inventory (the machine's at start, or a
+    rig file's), each into what the resident models leave.
+
+    Attributes:
+        inventory: the machine's devices and memory before anything was loaded.
+        request: context, slots and reserves, the same for every model.
+        n_threads: decode threads (None: the plan's).
+        warm_up: decode once after each load.
+    """
+
+    inventory: Inventory
+    request: Request
+    n_threads: int | None = None
+    warm_up: bool = True
+    _alone: dict[Path, Plan] = field(default_factory=dict)
+    _profiles: dict[Path, ModelProfile] = field(default_factory=dict)
+
+    def profile(self, path: Path) -> ModelProfile:
+        from engine.gguf_file import load_profile
+
+        if path not in self._profiles:
+            self._profiles[path] = load_profile(path)
+        return self._profiles[path]
+
+    def alone(self, path: Path) -> Plan:
+        """The model's plan with nothing else loaded (cached)."""
+        if path not in self._alone:
+            self._alone[path] = plan(self.inventory, self.profile(path), self.request)
+        return self._alone[path]
+
+    def alone_if_planned(self, path: Path) -> Plan | None:
+        """The cached plan alone, or None before :meth:`alone` made it."""
+        return self._alone.get(path)
+
+    def beside(self, path: Path, residents: Sequence[Resident]) -> Plan:
+        """The model's plan into what ``residents`` leave."""
+        if not residents:
+            return self.alone(path)
+        return plan(inventory_left(self.inventory, residents), self.profile(path),
+                    self.request)
+
+    def spec(self, path: Path, p: Plan) -> LaunchSpec:
+        """What llama.cpp loads for plan ``p``."""
+        spec = LaunchSpec.from_plan_engine(str(path), p.engine)
+        if self.n_threads:
+            spec = spec.with_changes(n_threads=self.n_threads, n_threads_batch=self.n_threads)
+        return spec if self.warm_up else spec.with_changes(warm_up=False)
+
+
+def shortfall_text(need: Mapping[str, int], free: Mapping[str, int]) -> str:
+    """``needs 1.20 GiB RAM, 0.80 GiB free`` for each device short."""
+    parts = []
+    for device, n in sorted(need.items()):
+        label = "RAM" if device == "host" else device
+        parts.append(f"needs {gib(n)} {label}, {gib(max(0, free.get(device, 0)))} free")
+    return "; ".join(parts)
