@@ -75,3 +75,7 @@ class EngineBuildError(EngineError, RuntimeError):
 class ImageInputError(EngineError, ValueError):
     """An image a request carries cannot be used: the model has no projector, or the bytes
     are not an image llama.cpp can decode, or encoding it failed."""
+
+
+class NotGenerativeError(EngineError, ValueError):
+    """A text-generation request to a model that only embeds (an encoder such as BERT)."""

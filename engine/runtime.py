@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import run_records
 from engine.chat_template import render_chat
@@ -35,6 +35,9 @@ from engine.scheduler import Admission, Scheduler
 from engine.speculative import Drafter
 from engine.vision import MediaPrompt
 
+if TYPE_CHECKING:
+    from engine.embedder import Embedder
+
 log = logging.getLogger(__name__)
 
 _IDLE_WAIT_S = 0.25
@@ -54,6 +57,8 @@ class Engine:
         OutOfMemoryError: a buffer could not be allocated (says what was asked and free).
         ModelLoadCancelled: ``progress`` returned False.
     """
+
+    embedder: Embedder | None = None  # embeddings over the same weights (serve --embeddings)
 
     def __init__(self, spec: LaunchSpec, *, queue_size: int = 64,
                  progress: Callable[[float], bool] | None = None) -> None:
@@ -134,6 +139,11 @@ class Engine:
         if self.speculation_refusal is not None:
             return ("off",)
         return ("off", *self._scheduler.drafters)
+
+    @property
+    def native_model(self) -> NativeModel:
+        """The loaded model (for a second context over the same weights)."""
+        return self._model
 
     @property
     def vision_refusal(self) -> str | None:
@@ -238,6 +248,8 @@ class Engine:
             self._closed.set()
         self._thread.join()
         self._drain_queue()
+        if self.embedder is not None:
+            self.embedder.close()
         self._scheduler.free()
         self._free_projector()
         self._ctx.free()

@@ -38,6 +38,7 @@ from engine.server import sse
 from engine.server import tools as toolcalls
 from engine.server.api_common import RouteKit
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
+from engine.server.embeddings_api import embedding_routes
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
 from engine.server.grammar_budget import BudgetExceeded
 from engine.server.images import fetch_image_urls
@@ -61,12 +62,14 @@ from engine.server.state import (
     ServerState,
     template_renders_tools,
 )
+from engine.server.tokenize_api import tokenize_routes
 
 log = logging.getLogger(__name__)
 
 ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
                        "/metrics", "/v1/loadout/status", ACCESS_PATH,
-                       *responses_routes.PATHS, *messages_routes.PATHS})
+                       *responses_routes.PATHS, *messages_routes.PATHS,
+                       "/v1/embeddings", "/v1/tokenize", "/v1/detokenize"})
 
 
 class _JSONResponse(JSONResponse):
@@ -220,6 +223,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
         routes += [Route(f"{prefix}/models", models, methods=["GET"]),
                    Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
                    Route(f"{prefix}/completions", completions, methods=["POST"])]
+    routes += embedding_routes(ctx, _read_json) + tokenize_routes(ctx, _read_json)
     kit = RouteKit(_read_json, _parse, _probe_grammar, _json)
     return routes + responses_routes.routes(ctx, limits, kit) + \
         messages_routes.routes(ctx, limits, kit)

@@ -16,6 +16,7 @@ from engine.errors import (
     ChatTemplateError,
     ContextOverflowError,
     EngineClosedError,
+    NotGenerativeError,
     QueueFullError,
 )
 from engine.requests import Chunk, GenerationRequest, RequestHandle, TokenLogprob
@@ -54,6 +55,8 @@ def _submit(engine: EngineLike, generation: GenerationRequest, param: str) -> Re
                        param="messages", code="template_error") from exc
     except EngineClosedError as exc:
         raise ApiError(503, "the engine is shutting down", code="engine_closed") from exc
+    except NotGenerativeError as exc:
+        raise ApiError(400, str(exc), param="model", code="model_not_generative") from exc
     except (ValueError, TypeError) as exc:
         raise ApiError(400, str(exc), param=param) from exc
 

@@ -95,9 +95,9 @@ class RoutedModel:
 
 def _default_loader(queue_size: int) -> EngineLoader:
     def load(spec: LaunchSpec, progress: Callable[[float], bool]) -> EngineLike:
-        from engine.runtime import Engine
+        from engine.embedding_engine import open_engine
 
-        return Engine(spec, queue_size=queue_size, progress=progress)
+        return open_engine(spec, queue_size=queue_size, progress=progress)
 
     return load
 

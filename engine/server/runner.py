@@ -53,6 +53,8 @@ class ServeOptions:
         app_key: the desktop app's private key for its own engine (accepted everywhere);
             with it, other clients are served only while ``app_public`` (the app switches
             it at run time).
+        embeddings: serve ``/v1/embeddings`` with a chat model too (an embedding model
+            always serves them).
     """
 
     spec: LaunchSpec
@@ -71,6 +73,7 @@ class ServeOptions:
     replan: Callable[[Exception], LaunchSpec | None] | None = None
     app_key: str | None = None
     app_public: bool = False
+    embeddings: bool = False
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -121,7 +124,7 @@ MAX_LOADS = 3  # the first load and two re-plans after running out of memory
 
 def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.Event,
                  on_ready: Callable[[str], None], on_error: Callable[[str], None]) -> None:
-    from engine.runtime import Engine
+    from engine.embedding_engine import open_engine
 
     def progress(value: float) -> bool:
         state.load_progress = value
@@ -131,7 +134,8 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
     try:
         for attempt in range(MAX_LOADS):
             try:
-                engine = Engine(spec, queue_size=options.queue_size, progress=progress)
+                engine = open_engine(spec, queue_size=options.queue_size, progress=progress,
+                                     embeddings=options.embeddings)
                 break
             except OutOfMemoryError as exc:
                 smaller = options.replan(exc) if options.replan and attempt + 1 < MAX_LOADS \

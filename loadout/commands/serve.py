@@ -84,6 +84,9 @@ def register(sub: Any) -> None:
                    help="width x height of one image")
     p.add_argument("--alias", action="append", default=[],
                    help="another name accepted as the request's model (repeatable)")
+    p.add_argument("--embeddings", action="store_true",
+                   help="also serve /v1/embeddings with a chat model (mean of its last "
+                        "layer's hidden states); an embedding model always serves them")
     p.add_argument("--ready-json", action="store_true",
                    help="print the ready line (URL, generated key) as one JSON document")
     many = p.add_argument_group("many models (a router)")
@@ -264,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
                            ready_json=args.ready_json, aliases=aliases,
                            model_id=path.stem, allowed_hosts=tuple(args.allow_host),
                            limits=limits, connections=conn, app_key=app_key,
-                           app_public=app_public)
+                           app_public=app_public, embeddings=args.embeddings)
     print(f"loading {path.name} ...", file=sys.stderr, flush=True)
     try:
         return serve(options)
