@@ -232,8 +232,8 @@ class EngineProcess(QObject):
         if not isinstance(doc, dict):
             return
         if doc.get("event") == "ready" and self.endpoint is not None:
-            # serving the library, the app's requests name the model it kept
-            model = self.pinned or str(doc.get("model") or "")
+            # serving the library, the ready line names the model kept (``--keep``)
+            model = str(doc.get("model") or "")
             self.endpoint = Endpoint(self.endpoint.url, model, self.app_key)
             self.load_progress = 1.0
             self.sig_load_progressed.emit(1.0)

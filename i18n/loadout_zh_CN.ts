@@ -1909,6 +1909,14 @@
         <translation>等待空闲槽位：{n}</translation>
     </message>
     <message>
+        <source>RAM</source>
+        <translation>内存</translation>
+    </message>
+    <message>
+        <source>Planned for the loaded models: {memory}</source>
+        <translation>已加载模型的计划占用：{memory}</translation>
+    </message>
+    <message>
         <source>loaded</source>
         <translation>已加载</translation>
     </message>

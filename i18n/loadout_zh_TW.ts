@@ -1909,6 +1909,14 @@
         <translation>等待空閒槽位：{n}</translation>
     </message>
     <message>
+        <source>RAM</source>
+        <translation>記憶體</translation>
+    </message>
+    <message>
+        <source>Planned for the loaded models: {memory}</source>
+        <translation>已載入模型的計畫佔用：{memory}</translation>
+    </message>
+    <message>
         <source>loaded</source>
         <translation>已載入</translation>
     </message>

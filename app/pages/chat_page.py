@@ -46,11 +46,13 @@ IDLE_POLL_MS = 1000
 TITLE_CHARS = 48
 
 
-def live_decode_tps(status: dict[str, Any]) -> float | None:
-    """The engine's current decode t/s over the slots that are decoding (their mean)."""
+def live_decode_tps(status: dict[str, Any], model: str | None = None) -> float | None:
+    """The engine's current decode t/s over the slots that are decoding (their mean); of
+    ``model``'s slots only when the server runs many (its slots name their model)."""
     engine = status.get("engine") or {}
     values = [float(s["decode_tps"]) for s in engine.get("slots") or ()
-              if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float)]
+              if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float)
+              and (model is None or s.get("model", model) == model)]
     return sum(values) / len(values) if values else None
 
 
@@ -423,7 +425,8 @@ class ChatPage(QWidget):
     def _on_engine_status(self, status: dict[str, Any]) -> None:
         if not self.streamer.busy:
             return
-        tps = live_decode_tps(status)
+        endpoint = self._engine.endpoint
+        tps = live_decode_tps(status, endpoint.model if endpoint is not None else None)
         if tps is not None:
             self.chart.add(tps)
 

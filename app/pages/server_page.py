@@ -48,7 +48,9 @@ def aggregate_decode_tps(status: dict[str, Any]) -> float:
     """The engine's decode t/s summed over every slot decoding now (of every loaded model
     when the server runs many)."""
     engine = status.get("engine") or {}
-    engines = [engine] + [m.get("engine") or {} for m in served_models(status).values()]
+    engines = [engine]  # a router's status carries every loaded model's slots
+    if "slots" not in engine:
+        engines += [m.get("engine") or {} for m in served_models(status).values()]
     return sum(float(s["decode_tps"]) for e in engines for s in e.get("slots") or ()
                if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float))
 
@@ -154,7 +156,12 @@ class ServerPage(QWidget):
         self.memory = QTableWidget(0, 3)
         self.memory.verticalHeader().setVisible(False)
         self.memory.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        QVBoxLayout(self.memory_box).addWidget(self.memory)
+        self.planned_label = QLabel()  # only when the server runs many models
+        self.planned_label.setWordWrap(True)
+        memory = QVBoxLayout(self.memory_box)
+        memory.addWidget(self.memory)
+        memory.addWidget(self.planned_label)
+        self.planned_label.setVisible(False)
         self.models_box = QGroupBox()  # only when the server runs many models
         self.models = QTableWidget(0, 4)
         self.models.setObjectName("servedModels")
@@ -258,7 +265,10 @@ class ServerPage(QWidget):
         self.requests.setRowCount(len(slots))
         for row, slot in enumerate(slots):
             tps = slot.get("decode_tps")
-            values = [str(slot.get("seq", row)), self._slot_state(str(slot.get("state", ""))),
+            seq = str(slot.get("seq", row))
+            if slot.get("model"):  # the server runs many models: whose slot
+                seq = f"#{seq} {slot['model']}"
+            values = [seq, self._slot_state(str(slot.get("state", ""))),
                       str(slot.get("tokens", 0)), str(slot.get("generated", 0)),
                       fmt_tps(float(tps)) if isinstance(tps, int | float) else "—"]
             for col, value in enumerate(values):
@@ -273,7 +283,19 @@ class ServerPage(QWidget):
             for col, value in enumerate((str(dev.get("name", "")), fmt_bytes(free),
                                          fmt_bytes(total))):
                 self.memory.setItem(row, col, QTableWidgetItem(value))
+        self._show_planned(engine.get("planned_bytes"))
         self._show_models(served_models(status))
+
+    def _show_planned(self, planned: object) -> None:
+        """What the loaded models of a server that runs many plan on each device."""
+        self.planned_label.setVisible(isinstance(planned, dict))
+        if not isinstance(planned, dict):
+            return
+        ram = self.tr("RAM")
+        parts = [f"{ram if device == 'host' else device} {fmt_bytes(int(n))}"
+                 for device, n in sorted(planned.items()) if isinstance(n, int) and n > 0]
+        self.planned_label.setText(self.tr("Planned for the loaded models: {memory}").format(
+            memory=", ".join(parts) or "—"))
 
     def _show_models(self, models: dict[str, dict[str, Any]]) -> None:
         self.models_box.setVisible(bool(models))

@@ -1,7 +1,8 @@
 """Running a router: bind, start answering, load the pinned models, serve until stopped.
 
-The ready line comes as soon as the server answers (models load on demand); with
-``ready_json`` it is a JSON document that also lists every model id.
+The ready line comes as soon as the server answers (models load on demand); its model is
+the first one kept loaded (``--keep``), else the first served; with ``ready_json`` it is a
+JSON document that also lists every model id.
 """
 
 from __future__ import annotations
@@ -70,15 +71,17 @@ def serve_router(router: Router, options: ServeOptions, out: TextIO | None = Non
     sock = bind_socket(options.host, options.port)
     url = base_url(sock, options.host)
     ids = router.ids()
+    # the model a client reading the ready line should ask for: the first one kept loaded
+    first = next((i for i in ids if router.models[i].pinned), ids[0] if ids else "")
 
     def on_started() -> None:
-        line = ready_message(url, ids[0] if ids else "", policy, options.ready_json)
+        line = ready_message(url, first, policy, options.ready_json)
         if options.ready_json:
             doc = json.loads(line)
             doc["models"] = ids
             line = json.dumps(doc)
         else:
-            line = line.replace(f"serving {ids[0] if ids else ''} ",
+            line = line.replace(f"serving {first} ",
                                 f"serving {len(ids)} models ({', '.join(ids)}) ", 1)
         print(line, file=stdout, flush=True)
 

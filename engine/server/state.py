@@ -228,18 +228,41 @@ class ServerState:
         return _summarised(self.engine.status())
 
     def _router_status(self) -> dict[str, Any]:
+        """Over the loaded models: the summary sums, every slot (with its ``model``), the
+        devices' memory (one reading: it is the machine's) and ``planned_bytes`` per device
+        summed; each model's own under ``models``."""
         assert self.router is not None
         models: dict[str, Any] = {}
         totals = {"slots_total": 0, "slots_active": 0, "queued": 0}
+        slots: list[dict[str, Any]] = []
+        devices: list[Any] = []
+        planned: dict[str, int] = {}
         for e in self.router.models.values():
             doc = self.router.describe(e)
             if e.engine is not None:
                 status = _summarised(e.engine.status())
                 for key in totals:
                     totals[key] += int(status.get(key) or 0)
+                slots += [{**s, "model": e.id} for s in status.get("slots") or ()
+                          if isinstance(s, Mapping)]
+                devices = devices or list(status.get("devices") or ())
+                for device, n in e.planned.items():
+                    planned[device] = planned.get(device, 0) + n
                 doc["engine"] = status
             models[e.id] = doc
-        return {**totals, "models": models}
+        return {**totals, "slots": slots, "devices": devices or _device_readings(),
+                "planned_bytes": planned, "models": models}
+
+
+def _device_readings() -> list[dict[str, Any]]:
+    """Each device's free and total memory now (none when they cannot be read)."""
+    from engine.ggml_devices import engine_devices
+
+    try:
+        return [{"name": d.name, "kind": d.kind, "free_bytes": d.free_bytes,
+                 "total_bytes": d.total_bytes} for d in engine_devices()]
+    except Exception:  # status must always answer
+        return []
 
 
 def _summarised(raw: Mapping[str, Any]) -> dict[str, Any]:

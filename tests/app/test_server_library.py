@@ -106,6 +106,13 @@ def test_serving_the_library_and_back(qapp: QApplication, tmp_path: Path, demo_m
         assert rows["mine"][:2] == ["on disk", "—"]
         assert rows[pinned][1].endswith("MiB")  # its planned memory
         assert window.server.models_box.isVisibleTo(window.server)
+        page = window.server  # the slots of the loaded model and the machine's memory
+        wait_until(lambda: page.requests.rowCount() > 0 and page.memory.rowCount() > 0, 30,
+                   "the slots and the memory")
+        assert {page.requests.item(r, 0).text() for r in range(page.requests.rowCount())
+                } == {f"#0 {pinned}", f"#1 {pinned}"}  # --parallel 2
+        assert page.memory.item(0, 2).text().endswith("GiB")
+        assert page.planned_label.text().startswith("Planned for the loaded models: RAM ")
         # docs/screenshots/server-library.png with LOADOUT_SCREENSHOTS_DIR=docs/screenshots
         shots = Path(os.environ.get("LOADOUT_SCREENSHOTS_DIR", tmp_path))
         assert window.grab().save(str(shots / "server-library.png"))

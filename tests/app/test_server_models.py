@@ -12,7 +12,8 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from app.engine_process import EngineProcess
-from app.pages.server_page import ServerPage
+from app.pages.chat_page import live_decode_tps
+from app.pages.server_page import ServerPage, aggregate_decode_tps
 from tests.engine.server_fixtures import ServerProcess
 from tests.engine.test_router import COMMON, write_models
 
@@ -44,7 +45,23 @@ def test_the_server_page_lists_every_model_with_state_and_memory(
     assert set(rows) == {"smol-a", "smol-b", "smol-c", "demo-smollm"}
     assert rows["smol-b"][0] == "loaded" and rows["smol-b"][1].endswith("MiB")
     assert rows["smol-a"][:2] == ["on disk", "—"]
+    # the loaded model's slots, named, and the machine's memory with what the models plan
+    assert {page.requests.item(r, 0).text() for r in range(page.requests.rowCount())
+            } == {"#0 smol-b", "#1 smol-b"}
+    assert page.memory.rowCount() > 0 and page.memory.item(0, 2).text().endswith("GiB")
+    assert page.planned_label.isVisibleTo(page)
+    assert page.planned_label.text() == f"Planned for the loaded models: RAM {rows['smol-b'][1]}"
     page._on_engine_status({"state": "ready", "engine": {"slots": []}})
-    assert not page.models_box.isVisibleTo(page)
+    assert not page.models_box.isVisibleTo(page) and not page.planned_label.isVisibleTo(page)
     page.deleteLater()
     engine.deleteLater()
+
+
+def test_speeds_are_counted_once_and_chat_reads_its_own_models_slots() -> None:
+    slots = [{"model": "a", "decode_tps": 10.0}, {"model": "b", "decode_tps": 30.0}]
+    status = {"engine": {"slots": slots, "models": {
+        "a": {"engine": {"slots": slots[:1]}}, "b": {"engine": {"slots": slots[1:]}}}}}
+    assert aggregate_decode_tps(status) == 40.0
+    assert live_decode_tps(status, "a") == 10.0 and live_decode_tps(status) == 20.0
+    single = {"engine": {"slots": [{"seq": 0, "decode_tps": 12.0}]}}
+    assert live_decode_tps(single, "demo") == 12.0 == aggregate_decode_tps(single)

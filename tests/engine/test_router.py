@@ -105,6 +105,20 @@ def test_models_lists_every_model_with_state_aliases_and_predicted_speed(
         time.sleep(0.2)
 
 
+def test_the_ready_line_names_the_kept_model_and_the_status_every_loaded_ones_slots(
+        router: ServerProcess) -> None:
+    assert router.ready["models"][0] != "smol-a" and router.model == "smol-a"  # --keep
+    _wait_state(router, "smol-a", "loaded")
+    engine = router.get_json("/v1/loadout/status")["engine"]
+    loaded = {m for m, doc in engine["models"].items() if "engine" in doc}
+    assert "smol-a" in loaded
+    assert {s["model"] for s in engine["slots"]} == loaded
+    assert len(engine["slots"]) == engine["slots_total"] == 2 * len(loaded)  # --parallel 2
+    assert engine["devices"] and all(d["total_bytes"] > 0 for d in engine["devices"])
+    assert engine["planned_bytes"]["host"] == sum(
+        engine["models"][m]["planned_bytes"].get("host", 0) for m in loaded) > 0
+
+
 def test_loads_on_demand_and_unloads_the_least_recently_used_never_the_pinned(
         router: ServerProcess) -> None:
     client = _client(router)
