@@ -15,6 +15,7 @@ from engine.errors import (
     ChatTemplateError,
     ContextOverflowError,
     EngineClosedError,
+    ImageInputError,
     QueueFullError,
 )
 from engine.requests import Chunk, GenerationRequest, RequestHandle
@@ -52,6 +53,8 @@ def _submit(engine: EngineLike, generation: GenerationRequest, param: str) -> Re
                        param="messages", code="template_error") from exc
     except EngineClosedError as exc:
         raise ApiError(503, "the engine is shutting down", code="engine_closed") from exc
+    except ImageInputError as exc:  # the header looked fine; the pixels do not decode
+        raise ApiError(400, str(exc), param="messages", code="invalid_image") from exc
     except (ValueError, TypeError) as exc:
         raise ApiError(400, str(exc), param=param) from exc
 

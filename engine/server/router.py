@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.errors import EngineError, ModelLoadCancelled, OutOfMemoryError
@@ -79,6 +80,7 @@ class RoutedModel:
     load_error: str | None = None
     loaded_at: float = 0.0
     task: asyncio.Task[None] | None = None
+    failed_stamp: tuple[int, int] | None = None  # the file (size, mtime) that failed to load
 
     @property
     def id(self) -> str:
@@ -190,14 +192,19 @@ class Router:
                 raise ApiError(503, "the server is shutting down", code="engine_closed")
             if entry.state == LOADED:
                 return
+            stamp = self._refuse_known_bad(entry)
             entry.state, entry.load_progress, entry.load_error = LOADING, 0.0, None
             try:
                 await self._load_locked(entry, reason)
+                entry.failed_stamp = None
             except BaseException as exc:
                 entry.state = ON_DISK
                 entry.planned = {}
                 self._predict_alone(entry)
-                entry.load_error = str(exc)
+                entry.load_error = _without_paths(str(exc), entry.model.path)
+                if isinstance(exc, EngineError) and not isinstance(
+                        exc, OutOfMemoryError | ModelLoadCancelled):
+                    entry.failed_stamp = stamp
                 if isinstance(exc, ApiError):
                     log.warning("not loading %s: %s", entry.id, exc.message)
                     raise
@@ -210,6 +217,23 @@ class Router:
                     raise ApiError(500, f"the model '{entry.id}' failed to load",
                                    code="model_load_failed") from exc
                 raise
+
+    @staticmethod
+    def _refuse_known_bad(entry: RoutedModel) -> tuple[int, int]:
+        """The model file's (size, mtime); a 500 before anything is unloaded to make room
+        when the file is gone or is the very file that failed to load before (a request
+        for a broken model must not evict the healthy ones, again and again)."""
+        try:
+            st = entry.model.path.stat()
+        except OSError:
+            entry.load_error = "the model file is missing"
+            raise ApiError(500, f"the model '{entry.id}' failed to load: its file is "
+                                "missing", code="model_load_failed") from None
+        stamp = (st.st_size, st.st_mtime_ns)
+        if stamp == entry.failed_stamp:
+            raise ApiError(500, f"the model '{entry.id}' failed to load (its file has not "
+                                "changed since)", code="model_load_failed")
+        return stamp
 
     async def _load_locked(self, entry: RoutedModel, reason: str) -> None:
         path = entry.model.path
@@ -385,6 +409,14 @@ class Router:
                         entry.model.path).predicted.decode_tps
                 except Exception as exc:  # shown as unknown; its load will say why
                     log.info("cannot plan %s: %s", entry.id, exc)
+
+
+def _without_paths(text: str, path: Path) -> str:
+    """``text`` with the model's folder left out (``/v1/models`` shows it to clients;
+    the server's log keeps the whole reason)."""
+    for full in {str(path), str(path.resolve())}:
+        text = text.replace(full, Path(full).name)
+    return text
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
