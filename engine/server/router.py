@@ -156,6 +156,9 @@ class Router:
             entry.leases += 1
             entry.last_used = time.monotonic()
             return
+        if entry.state == ON_DISK and (entry.task is None or entry.task.done()):
+            self._refuse_known_bad(entry)  # without a load started: no 503 to retry forever
+            self._refuse_unfit(entry)
         if entry.waiting >= self.options.queue_size:
             raise ApiError(503, f"the model '{entry.id}' is loading and its queue is full; "
                                 "retry shortly", code="queue_full",
@@ -235,6 +238,15 @@ class Router:
                                 "changed since)", code="model_load_failed")
         return stamp
 
+    def _refuse_unfit(self, entry: RoutedModel) -> None:
+        """A 507 when the model's plan alone (once made) does not fit this machine."""
+        alone = self.planner.alone_if_planned(entry.model.path)
+        if alone is not None and not fits(alone):
+            need, budget = need_of(alone), budget_of(alone)
+            raise ApiError(507, f"the model '{entry.id}' does not fit this machine even "
+                                f"alone: {shortfall_text(need, budget)}",
+                           code="insufficient_memory")
+
     async def _load_locked(self, entry: RoutedModel, reason: str) -> None:
         path = entry.model.path
         try:
@@ -244,11 +256,7 @@ class Router:
             raise ApiError(500, f"the model '{entry.id}' cannot be planned: "
                                 f"{type(exc).__name__}", code="model_load_failed") from exc
         entry.predicted_decode_tps = alone.predicted.decode_tps
-        if not fits(alone):
-            need, budget = need_of(alone), budget_of(alone)
-            raise ApiError(507, f"the model '{entry.id}' does not fit this machine even "
-                                f"alone: {shortfall_text(need, budget)}",
-                           code="insufficient_memory")
+        self._refuse_unfit(entry)
         others = [e for e in self.resident() if e is not entry]
         p = await asyncio.to_thread(self.planner.beside, path, [e.resident() for e in others])
         over = self.options.models_max is not None and len(others) + 1 > self.options.models_max

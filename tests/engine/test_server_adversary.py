@@ -27,9 +27,11 @@ pytestmark = pytest.mark.slow
 ROUTER_ARGS = ("--ram-budget", "0.04", "--ctx", "512", "--parallel", "2", "--threads", "1")
 
 
-def _post(server: ServerProcess, path: str, doc: Any) -> tuple[int, Any]:
+def _post(server: ServerProcess, path: str, doc: Any, headers: dict[str, str] | None = None
+          ) -> tuple[int, Any]:
     req = urllib.request.Request(server.url + path, data=json.dumps(doc).encode(),
-                                 method="POST", headers={"Content-Type": "application/json"})
+                                 method="POST", headers={"Content-Type": "application/json",
+                                                         **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=120) as resp:
             return resp.status, json.loads(resp.read())
@@ -37,9 +39,11 @@ def _post(server: ServerProcess, path: str, doc: Any) -> tuple[int, Any]:
         return err.code, json.loads(err.read())
 
 
-def _chat(server: ServerProcess, model: str, content: Any = "hi") -> tuple[int, Any]:
+def _chat(server: ServerProcess, model: str, content: Any = "hi", wait: bool = True
+          ) -> tuple[int, Any]:
     return _post(server, "/v1/chat/completions", {
-        "model": model, "max_tokens": 2, "messages": [{"role": "user", "content": content}]})
+        "model": model, "max_tokens": 2, "messages": [{"role": "user", "content": content}]},
+        None if wait else {"X-Loadout-Wait": "0"})
 
 
 # ---------------------------------------------------------------- router
@@ -79,6 +83,9 @@ def test_requests_for_a_model_broken_after_start_do_not_evict_the_healthy_ones(
     for _ in range(3):  # a client that insists on the broken model
         status, doc = _chat(server, "broken")
         assert status == 500 and doc["error"]["code"] == "model_load_failed"
+    # a client that will not wait is told it failed, not to retry a load that never comes
+    status, doc = _chat(server, "broken", wait=False)
+    assert status == 500 and doc["error"]["code"] == "model_load_failed"
     models = _states(server)
     assert models["good-a"]["state"] == "loaded" and models["good-b"]["state"] == "loaded"
     # the reason is shown without the server's folders (the log has them)
