@@ -359,9 +359,9 @@ class Router:
             for model_id in idle_expired([e.resident() for e in self.resident()
                                           if e.state == LOADED], now, timeout):
                 entry = self.models[model_id]
-                async with self._lock:
-                    if entry.state == LOADED and not entry.busy:
-                        idle = time.monotonic() - entry.last_used
+                async with self._lock:  # used while this waited for the lock: it stays
+                    idle = time.monotonic() - entry.last_used
+                    if entry.state == LOADED and not entry.busy and idle >= timeout:
                         await self._unload(entry, f"(idle {idle:.0f} s)")
 
     async def start(self) -> None:

@@ -103,6 +103,45 @@ def test_requests_for_a_model_broken_after_start_do_not_evict_the_healthy_ones(
     assert _chat(server, "broken")[0] == 200
 
 
+def test_a_model_used_while_the_idle_timer_waited_for_a_load_is_not_unloaded(
+        tmp_path: Path) -> None:
+    """The idle timer picks its victims, then waits for the router's lock (a load of
+    another model holds it); a request served meanwhile makes the model not idle."""
+    import asyncio
+    import dataclasses
+
+    from engine.hardware import detect
+    from engine.server.model_catalog import folder_models
+    from engine.server.router import LOADED, Router, RouterOptions
+    from engine.server.router_plan import RouterPlanner
+    from planner.request import Request
+
+    write_llama(tmp_path / "only.gguf", Shape(n_layers=2, n_embd=128, n_head=2, n_head_kv=2,
+                                              head_dim=64, n_ff=256, n_vocab=512))
+    request = Request(context=256, parallel=1, advise=False)
+    inventory = detect(measure=False)
+    inventory = dataclasses.replace(inventory, host=dataclasses.replace(
+        inventory.host, ram_available_bytes=(256 << 20) + request.host_reserve_bytes))
+    router = Router(folder_models(tmp_path), RouterPlanner(inventory, request, n_threads=1),
+                    RouterOptions(idle_timeout_s=0.5))
+    entry = router.models["only"]
+
+    async def scenario() -> None:
+        await router.acquire(entry)
+        router.release(entry)
+        async with router._lock:  # as a long load of another model would
+            await asyncio.sleep(1.0)  # the timer found it idle and now waits
+            await router.acquire(entry)  # a request, served at once (it is loaded)
+            router.release(entry)
+        await asyncio.sleep(0.2)
+        assert entry.state == LOADED
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        router.stop()
+
+
 # ---------------------------------------------------------------- images
 
 def _png_header_only(width: int, height: int) -> bytes:
