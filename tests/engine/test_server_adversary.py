@@ -175,3 +175,24 @@ def test_an_image_whose_header_passes_but_pixels_do_not_decode_is_a_400_invalid_
         {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "what?"}])
     assert status == 400, doc
     assert doc["error"]["code"] == "invalid_image" and doc["error"]["param"] == "messages"
+
+
+# ---------------------------------------------------------------- stored responses
+
+def test_a_response_just_stored_is_never_the_one_evicted(tmp_path: Path) -> None:
+    """Files dated in the future (a clock set back, a restored folder) or a coarse clock
+    must not make the store drop what it has just said it kept."""
+    import os
+
+    from engine.server.response_store import ResponseStore, StoreLimits
+
+    store = ResponseStore(tmp_path, StoreLimits(max_count=2))
+    old = [f"resp_{i:024x}" for i in (1, 2)]
+    for rid in old:
+        assert store.put(rid, {"response": {"id": rid}, "conversation": []})
+        future = time.time() + 3600
+        os.utime(tmp_path / f"{rid}.json", (future, future))
+    new = "resp_" + "f" * 24
+    assert store.put(new, {"response": {"id": new}, "conversation": []})
+    assert store.get(new) is not None
+    assert sum(store.get(rid) is not None for rid in old) == 1
