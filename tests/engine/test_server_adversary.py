@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.server_fixtures import ServerProcess
+from tests.engine.server_fixtures import ServerProcess, server_fixture  # noqa: F401
 from tests.helpers.gguf_factory import Shape, write_llama
 from tests.helpers.gguf_mmproj import write_vision_pair
 
@@ -202,3 +202,13 @@ def test_a_response_just_stored_is_never_the_one_evicted(tmp_path: Path) -> None
     assert store.put(new, {"response": {"id": new}, "conversation": []})
     assert store.get(new) is not None
     assert sum(store.get(rid) is not None for rid in old) == 1
+
+
+def test_a_json_schema_format_whose_name_is_not_a_string_is_a_400(
+        server: ServerProcess) -> None:
+    """The response echoes ``text.format``; a number there would break the document."""
+    status, doc = _post(server, "/v1/responses", {
+        "model": server.model, "input": "hi", "max_output_tokens": 2,
+        "text": {"format": {"type": "json_schema", "name": 5, "schema": {"type": "object"}}}})
+    assert status == 400, doc
+    assert doc["error"]["param"] == "text.format.name"
