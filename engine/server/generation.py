@@ -17,6 +17,7 @@ from engine.errors import (
     ContextOverflowError,
     EngineClosedError,
     NotGenerativeError,
+    ImageInputError,
     QueueFullError,
 )
 from engine.requests import Chunk, GenerationRequest, RequestHandle, TokenLogprob
@@ -57,6 +58,8 @@ def _submit(engine: EngineLike, generation: GenerationRequest, param: str) -> Re
         raise ApiError(503, "the engine is shutting down", code="engine_closed") from exc
     except NotGenerativeError as exc:
         raise ApiError(400, str(exc), param="model", code="model_not_generative") from exc
+    except ImageInputError as exc:  # the header looked fine; the pixels do not decode
+        raise ApiError(400, str(exc), param="messages", code="invalid_image") from exc
     except (ValueError, TypeError) as exc:
         raise ApiError(400, str(exc), param=param) from exc
 

@@ -72,7 +72,7 @@ class ResponseStore:
                 log.warning("could not store response %s in %s", rid, self.folder,
                             exc_info=True)
                 return False
-            self._evict()
+            self._evict(keep=path)
         return True
 
     def get(self, rid: str) -> dict[str, Any] | None:
@@ -98,14 +98,20 @@ class ResponseStore:
                 return False
         return True
 
-    def _evict(self) -> None:
-        """Remove the oldest files until both bounds hold (the lock is held)."""
+    def _evict(self, keep: Path) -> None:
+        """Remove the oldest files until both bounds hold, never ``keep`` (the one just
+        written: a coarse clock, or files dated in the future, must not make it look the
+        oldest). The lock is held."""
         files: list[tuple[int, int, Path]] = []
         for p in self.folder.glob("resp_*.json"):
             with contextlib.suppress(OSError):
                 st = p.stat()
-                files.append((st.st_mtime_ns, st.st_size, p))
+                if p != keep:
+                    files.append((st.st_mtime_ns, st.st_size, p))
         files.sort()
+        with contextlib.suppress(OSError):
+            st = keep.stat()
+            files.append((st.st_mtime_ns, st.st_size, keep))
         total = sum(size for _, size, _ in files)
         while files and (len(files) > self.limits.max_count or total > self.limits.max_bytes):
             _, size, p = files.pop(0)

@@ -189,6 +189,9 @@ def _text_format(text: Mapping[str, Any] | None) -> dict[str, Any] | None:
         raise bad("'text.format' must be an object with a 'type'", "text.format",
                   "invalid_type")
     if fmt["type"] == "json_schema":
+        if not isinstance(fmt.get("name", ""), str):  # the answer echoes it as a string
+            raise bad("'text.format.name' must be a string", "text.format.name",
+                      "invalid_type")
         return {"type": "json_schema", "json_schema": {
             "name": fmt.get("name", "answer"), "schema": fmt.get("schema", {})}}
     return {"type": fmt["type"]}

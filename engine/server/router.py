@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.errors import EngineError, ModelLoadCancelled, OutOfMemoryError
@@ -79,6 +80,7 @@ class RoutedModel:
     load_error: str | None = None
     loaded_at: float = 0.0
     task: asyncio.Task[None] | None = None
+    failed_stamp: tuple[int, int] | None = None  # the file (size, mtime) that failed to load
 
     @property
     def id(self) -> str:
@@ -154,6 +156,9 @@ class Router:
             entry.leases += 1
             entry.last_used = time.monotonic()
             return
+        if entry.state == ON_DISK and (entry.task is None or entry.task.done()):
+            self._refuse_known_bad(entry)  # without a load started: no 503 to retry forever
+            self._refuse_unfit(entry)
         if entry.waiting >= self.options.queue_size:
             raise ApiError(503, f"the model '{entry.id}' is loading and its queue is full; "
                                 "retry shortly", code="queue_full",
@@ -190,14 +195,19 @@ class Router:
                 raise ApiError(503, "the server is shutting down", code="engine_closed")
             if entry.state == LOADED:
                 return
+            stamp = self._refuse_known_bad(entry)
             entry.state, entry.load_progress, entry.load_error = LOADING, 0.0, None
             try:
                 await self._load_locked(entry, reason)
+                entry.failed_stamp = None
             except BaseException as exc:
                 entry.state = ON_DISK
                 entry.planned = {}
                 self._predict_alone(entry)
-                entry.load_error = str(exc)
+                entry.load_error = _without_paths(str(exc), entry.model.path)
+                if isinstance(exc, EngineError) and not isinstance(
+                        exc, OutOfMemoryError | ModelLoadCancelled):
+                    entry.failed_stamp = stamp
                 if isinstance(exc, ApiError):
                     log.warning("not loading %s: %s", entry.id, exc.message)
                     raise
@@ -211,6 +221,32 @@ class Router:
                                    code="model_load_failed") from exc
                 raise
 
+    @staticmethod
+    def _refuse_known_bad(entry: RoutedModel) -> tuple[int, int]:
+        """The model file's (size, mtime); a 500 before anything is unloaded to make room
+        when the file is gone or is the very file that failed to load before (a request
+        for a broken model must not evict the healthy ones, again and again)."""
+        try:
+            st = entry.model.path.stat()
+        except OSError:
+            entry.load_error = "the model file is missing"
+            raise ApiError(500, f"the model '{entry.id}' failed to load: its file is "
+                                "missing", code="model_load_failed") from None
+        stamp = (st.st_size, st.st_mtime_ns)
+        if stamp == entry.failed_stamp:
+            raise ApiError(500, f"the model '{entry.id}' failed to load (its file has not "
+                                "changed since)", code="model_load_failed")
+        return stamp
+
+    def _refuse_unfit(self, entry: RoutedModel) -> None:
+        """A 507 when the model's plan alone (once made) does not fit this machine."""
+        alone = self.planner.alone_if_planned(entry.model.path)
+        if alone is not None and not fits(alone):
+            need, budget = need_of(alone), budget_of(alone)
+            raise ApiError(507, f"the model '{entry.id}' does not fit this machine even "
+                                f"alone: {shortfall_text(need, budget)}",
+                           code="insufficient_memory")
+
     async def _load_locked(self, entry: RoutedModel, reason: str) -> None:
         path = entry.model.path
         try:
@@ -220,11 +256,7 @@ class Router:
             raise ApiError(500, f"the model '{entry.id}' cannot be planned: "
                                 f"{type(exc).__name__}", code="model_load_failed") from exc
         entry.predicted_decode_tps = alone.predicted.decode_tps
-        if not fits(alone):
-            need, budget = need_of(alone), budget_of(alone)
-            raise ApiError(507, f"the model '{entry.id}' does not fit this machine even "
-                                f"alone: {shortfall_text(need, budget)}",
-                           code="insufficient_memory")
+        self._refuse_unfit(entry)
         others = [e for e in self.resident() if e is not entry]
         p = await asyncio.to_thread(self.planner.beside, path, [e.resident() for e in others])
         over = self.options.models_max is not None and len(others) + 1 > self.options.models_max
@@ -327,9 +359,9 @@ class Router:
             for model_id in idle_expired([e.resident() for e in self.resident()
                                           if e.state == LOADED], now, timeout):
                 entry = self.models[model_id]
-                async with self._lock:
-                    if entry.state == LOADED and not entry.busy:
-                        idle = time.monotonic() - entry.last_used
+                async with self._lock:  # used while this waited for the lock: it stays
+                    idle = time.monotonic() - entry.last_used
+                    if entry.state == LOADED and not entry.busy and idle >= timeout:
                         await self._unload(entry, f"(idle {idle:.0f} s)")
 
     async def start(self) -> None:
@@ -385,6 +417,14 @@ class Router:
                         entry.model.path).predicted.decode_tps
                 except Exception as exc:  # shown as unknown; its load will say why
                     log.info("cannot plan %s: %s", entry.id, exc)
+
+
+def _without_paths(text: str, path: Path) -> str:
+    """``text`` with the model's folder left out (``/v1/models`` shows it to clients;
+    the server's log keeps the whole reason)."""
+    for full in {str(path), str(path.resolve())}:
+        text = text.replace(full, Path(full).name)
+    return text
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

@@ -61,25 +61,32 @@ class RouterPlanner:
     request: Request
     n_threads: int | None = None
     warm_up: bool = True
-    _alone: dict[Path, Plan] = field(default_factory=dict)
-    _profiles: dict[Path, ModelProfile] = field(default_factory=dict)
+    _alone: dict[Path, tuple[tuple[int, int], Plan]] = field(default_factory=dict)
 
     def profile(self, path: Path) -> ModelProfile:
+        """The model's profile (read again when the file changed: cached by its date)."""
         from engine.gguf_file import load_profile
 
-        if path not in self._profiles:
-            self._profiles[path] = load_profile(path)
-        return self._profiles[path]
+        return load_profile(path)
 
     def alone(self, path: Path) -> Plan:
-        """The model's plan with nothing else loaded (cached)."""
-        if path not in self._alone:
-            self._alone[path] = plan(self.inventory, self.profile(path), self.request)
-        return self._alone[path]
+        """The model's plan with nothing else loaded (cached while the file is unchanged:
+        a file replaced after start is planned again, not loaded by its old plan)."""
+        cached = self.alone_if_planned(path)
+        if cached is None:
+            stamp = _stamp(path)
+            cached = plan(self.inventory, self.profile(path), self.request)
+            if stamp is not None:
+                self._alone[path] = (stamp, cached)
+        return cached
 
     def alone_if_planned(self, path: Path) -> Plan | None:
-        """The cached plan alone, or None before :meth:`alone` made it."""
-        return self._alone.get(path)
+        """The cached plan alone, or None before :meth:`alone` made it for the file as it
+        is now."""
+        entry = self._alone.get(path)
+        if entry is None or entry[0] != _stamp(path):
+            return None
+        return entry[1]
 
     def beside(self, path: Path, residents: Sequence[Resident]) -> Plan:
         """The model's plan into what ``residents`` leave."""
@@ -94,6 +101,15 @@ class RouterPlanner:
         if self.n_threads:
             spec = spec.with_changes(n_threads=self.n_threads, n_threads_batch=self.n_threads)
         return spec if self.warm_up else spec.with_changes(warm_up=False)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """The file's (size, modification time), or None when it cannot be read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def shortfall_text(need: Mapping[str, int], free: Mapping[str, int]) -> str:
