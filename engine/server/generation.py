@@ -16,8 +16,8 @@ from engine.errors import (
     ChatTemplateError,
     ContextOverflowError,
     EngineClosedError,
-    NotGenerativeError,
     ImageInputError,
+    NotGenerativeError,
     QueueFullError,
 )
 from engine.requests import Chunk, GenerationRequest, RequestHandle, TokenLogprob
