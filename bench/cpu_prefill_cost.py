@@ -7,7 +7,8 @@ prompt of random token ids of each length with each engine, in turn. Per prompt 
 prints the process's CPU seconds (with one thread, the engine's own work without the waits
 for a core that this shared machine's other load adds) and the wall seconds, the median
 over the rounds. The growth of the CPU cost with the prompt's length is the attention;
-the short prompt's cost is the weights' matmuls.
+the short prompt's cost is the weights' matmuls. Three tokens are decoded after each
+prompt: their wall time per token is printed too (a small batch right after a large one).
 
 Beside it, the planner's prediction of the same: the matmuls at its CPU rate plus the
 attention over the prompt's mean depth (``planner.speed.prefill_attention_s``).
@@ -32,19 +33,25 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def prefill_cpu_s(engine: Any, tokens: int, seed: int) -> tuple[float, float]:
+def prefill_cpu_s(engine: Any, tokens: int, seed: int) -> tuple[float, float, float]:
     """CPU and wall seconds of the process to prefill ``tokens`` random ids (and sample
-    one)."""
+    one), and the wall seconds of each of the few tokens decoded right after."""
     from engine.requests import GenerationRequest, SamplingParams
 
     rng = random.Random(seed)
     ids = tuple(rng.randrange(16, 4000) for _ in range(tokens))
-    params = SamplingParams(temperature=0.0, max_tokens=1, cache_prompt=False)
-    start, wall = time.process_time(), time.perf_counter()
+    params = SamplingParams(temperature=0.0, max_tokens=4, cache_prompt=False,
+                            ignore_eos=True)
+    start = time.process_time()
     final = engine.submit(GenerationRequest(prompt_tokens=ids, params=params)).result(600)
     if final.error:
         raise RuntimeError(final.error)
-    return time.process_time() - start, time.perf_counter() - wall
+    m = final.metrics
+    assert m.prefill_s is not None and m.decode_tps
+    # the process's CPU seconds include the few decoded tokens: prefill's is its wall share
+    cpu = time.process_time() - start
+    decode_s = (m.generated_tokens - 1) / m.decode_tps
+    return cpu * m.prefill_s / (m.prefill_s + decode_s), m.prefill_s, 1.0 / m.decode_tps
 
 
 def predicted_s(path: Path, tokens: int, threads: int) -> float:
@@ -88,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
             for r in range(args.rounds):
                 for n in args.lengths:
                     for (flash, threads), engine in engines.items():
-                        cpu, wall = prefill_cpu_s(engine, n, 1000 * r + n)
-                        runs.setdefault((flash, threads, n), []).append((cpu / n, wall / n))
+                        cpu, wall, dec = prefill_cpu_s(engine, n, 1000 * r + n)
+                        runs.setdefault((flash, threads, n), []).append((cpu / n, wall / n,
+                                                                         dec))
                 print(f"round {r + 1} (wall t/s): " + ", ".join(
                     f"{f}/{t} {n}: {1 / v[-1][1]:.0f}" for (f, t, n), v in runs.items()),
                     flush=True)
@@ -98,16 +106,19 @@ def main(argv: list[str] | None = None) -> int:
                 engine.close()
         print("ms per prompt token (median over rounds); CPU: the process's CPU seconds "
               "(with 2 threads it counts their spinning too), wall: as timed; predicted: "
-              "the planner at that thread count; error vs CPU with 1 thread, vs wall else:")
+              "the planner at that thread count; error vs CPU with 1 thread, vs wall else; "
+              "decode: wall ms per token decoded right after:")
         print(f"  {'flash':<5} {'threads':>7} {'tokens':>6} {'CPU':>7} {'wall':>7} "
-              f"{'wall/CPU':>8} {'predicted':>9} {'error':>7}")
+              f"{'wall/CPU':>8} {'predicted':>9} {'error':>7} {'decode':>7}")
         for (flash, threads, n), v in runs.items():
-            cpu = statistics.median(c for c, _ in v)
-            wall = statistics.median(w for _, w in v)
+            cpu = statistics.median(c for c, _, _ in v)
+            wall = statistics.median(w for _, w, _ in v)
+            dec = statistics.median(d for _, _, d in v)
             pred = predicted_s(path, n, threads)
             ref = cpu if threads == 1 else wall
             print(f"  {flash:<5} {threads:>7} {n:>6} {cpu * 1e3:7.3f} {wall * 1e3:7.3f} "
-                  f"{wall / cpu:8.2f} {pred * 1e3:9.3f} {(pred / ref - 1) * 100:+6.1f}%")
+                  f"{wall / cpu:8.2f} {pred * 1e3:9.3f} {(pred / ref - 1) * 100:+6.1f}% "
+                  f"{dec * 1e3:7.1f}")
     load = os.getloadavg()[0]
     print(f"  load average {load:.1f} on {os.cpu_count()} CPUs")
     return 0
