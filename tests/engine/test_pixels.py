@@ -83,9 +83,10 @@ def test_the_pixel_limit_is_read_from_the_header(size: tuple[int, int]) -> None:
         decode_rgb(png_header(*size), max_pixels=4096 * 4096)
 
 
-def test_the_engine_never_calls_libmtmds_media_loaders() -> None:
+def test_no_module_calls_libmtmds_media_loaders() -> None:
     """Those fall back to running ffprobe/ffmpeg on bytes stb cannot read."""
     loader = re.compile(r"mtmd_helper_(bitmap_init_from_(buf|file)|video_init)")
-    callers = [str(p.relative_to(ROOT)) for p in (ROOT / "engine").rglob("*.py")
+    callers = [str(p.relative_to(ROOT)) for package in ("engine", "app", "loadout")
+               for p in (ROOT / package).rglob("*.py")
                if loader.search(p.read_text(encoding="utf-8"))]
     assert callers == []
