@@ -21,6 +21,7 @@ from typing import Any
 from engine.errors import ImageInputError, ModelLoadError, ModelNotFoundError
 from engine.logs import native_log_callback
 from engine.native.model import NativeModel, capture_native_log, failure_message, llama
+from engine.pixels import decode_rgb
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,10 @@ class NativeProjector:
     def tokenize(self, text: str, images: Sequence[bytes]) -> list[list[int] | ImageChunk]:
         """Split ``text`` at its media markers into text tokens and image chunks.
 
+        Images are decoded here in Python (:mod:`engine.pixels`), never by libmtmd's
+        buffer or file helpers: those fall back to running ``ffmpeg`` on bytes stb cannot
+        read.
+
         Raises:
             ImageInputError: an image cannot be decoded, or markers and images disagree.
         """
@@ -134,12 +139,7 @@ class NativeProjector:
         chunks = lib.mtmd_input_chunks_init()
         try:
             for i, data in enumerate(images):
-                buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-                bitmap = lib.mtmd_helper_bitmap_init_from_buf(self.ptr, buf, len(data), False)
-                if not bitmap:
-                    raise ImageInputError(f"image {i + 1} could not be decoded (PNG, JPEG, "
-                                          "GIF and BMP are read)")
-                bitmaps.append(bitmap)
+                bitmaps.append(_bitmap(lib, data, i))
             raw = text.encode("utf-8")
             inp = lib.mtmd_input_text(raw, len(raw), False, True)
             arr = (lib.mtmd_bitmap_p_ctypes * max(1, len(bitmaps)))(*bitmaps)
@@ -211,6 +211,20 @@ class NativeProjector:
         if self.ptr:
             mtmd().mtmd_free(self.ptr)
             self.ptr = None
+
+
+def _bitmap(lib: Any, data: bytes, index: int) -> Any:
+    """A native bitmap of ``data``'s pixels, its id the pixels' hash (prefix reuse)."""
+    try:
+        image = decode_rgb(data)
+    except ImageInputError as exc:
+        raise ImageInputError(f"image {index + 1}: {exc}") from exc
+    buf = (ctypes.c_uint8 * len(image.rgb)).from_buffer_copy(image.rgb)
+    bitmap = lib.mtmd_bitmap_init(image.width, image.height, buf)
+    if not bitmap:
+        raise ImageInputError(f"image {index + 1} could not be decoded")
+    lib.mtmd_bitmap_set_id(bitmap, image.image_id.encode("ascii"))
+    return bitmap
 
 
 def loader_memory(lines: Sequence[str]) -> ProjectorMemory:

@@ -5,8 +5,11 @@ models or requests of other clients."""
 from __future__ import annotations
 
 import base64
+import io
 import json
+import os
 import struct
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -16,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from tests.engine.server_fixtures import ServerProcess, server_fixture  # noqa: F401
 from tests.helpers.gguf_factory import Shape, write_llama
-from tests.helpers.gguf_mmproj import write_vision_pair
+from tests.helpers.gguf_mmproj import png_bytes, write_vision_pair
 
 pytestmark = pytest.mark.slow
 
@@ -160,27 +164,55 @@ def _png_header_only(width: int, height: int) -> bytes:
             + chunk(b"IEND", b""))
 
 
+def _jpeg(width: int, height: int) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 30, 30)).save(out, "JPEG")
+    return out.getvalue()
+
+
 @pytest.fixture(name="vision", scope="module")
 def vision_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A vision server whose PATH starts with an ``ffprobe`` and an ``ffmpeg`` that write
+    a marker file when run (llama.cpp's media helper runs them on bytes stb cannot read)."""
+    home = tmp_path_factory.mktemp("adversary-home")
+    fake_bin = home / "fake-bin"
+    fake_bin.mkdir()
+    for name in ("ffprobe", "ffmpeg"):
+        tool = fake_bin / name
+        tool.write_text(f'#!/bin/sh\necho "$0 $*" >> "{home / "ffmpeg-ran"}"\nexit 1\n')
+        tool.chmod(0o755)
     model, _projector = write_vision_pair(tmp_path_factory.mktemp("adversary-vision"))
+    env = {"PATH": f"{fake_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
     proc = ServerProcess(str(model), "--parallel", "2", "--ctx", "512", "--threads", "1",
-                         "--no-plan", home=tmp_path_factory.mktemp("adversary-home")).start()
+                         "--no-plan", home=home, env=env).start()
     try:
         yield proc
     finally:
         proc.stop()
 
 
-@pytest.mark.parametrize("image", [_png_header_only(20, 20),
-                                   _png_header_only(4000, 4000)[:40]],
-                         ids=["no-pixel-data", "truncated"])
-def test_an_image_whose_header_passes_but_pixels_do_not_decode_is_a_400_invalid_image(
-        vision: ServerProcess, image: bytes) -> None:
+@pytest.mark.skipif(sys.platform == "win32", reason="the fake ffmpeg is a shell script")
+@pytest.mark.parametrize(("image", "code"), [
+    (_png_header_only(20, 20), "invalid_image"),
+    (_png_header_only(4000, 4000)[:40], "invalid_image"),
+    (png_bytes(64, 64, seed=1)[:300], "invalid_image"),
+    (_jpeg(64, 64)[:200], "invalid_image"),
+    (b"GIF89a" + struct.pack("<HH", 16, 16) + b"\x00\x00\x00", "invalid_image"),
+    (_png_header_only(100000, 100000), "image_too_large"),
+], ids=["png-no-pixel-data", "png-cut-in-header", "png-truncated", "jpeg-truncated",
+        "gif-no-image", "png-bomb-header"])
+def test_an_image_whose_pixels_do_not_decode_is_a_400_and_runs_no_program(
+        vision: ServerProcess, image: bytes, code: str) -> None:
     url = "data:image/png;base64," + base64.b64encode(image).decode()
     status, doc = _chat(vision, vision.model, [
         {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "what?"}])
     assert status == 400, doc
-    assert doc["error"]["code"] == "invalid_image" and doc["error"]["param"] == "messages"
+    assert doc["error"]["code"] == code and doc["error"]["param"].startswith("messages")
+    assert not (vision.home / "ffmpeg-ran").exists(), "the engine started ffprobe/ffmpeg"
+    status, _ = _chat(vision, vision.model, [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(
+            png_bytes(16, 16, seed=2)).decode()}}, {"type": "text", "text": "and this?"}])
+    assert status == 200
 
 
 # ---------------------------------------------------------------- stored responses

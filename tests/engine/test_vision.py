@@ -3,10 +3,12 @@ multimodal library loads, encodes and decodes into a slot's sequence."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from engine.errors import ImageInputError, ModelLoadError
 from engine.launch import LaunchSpec
@@ -67,6 +69,20 @@ def test_a_follow_up_about_the_same_image_reuses_its_cells(engine: Engine) -> No
     # a different image shares only the text before it
     assert other.metrics.cached_tokens < first.metrics.prompt_tokens - \
         first.metrics.image_tokens
+
+
+def test_an_animated_gif_is_read_as_its_first_frame_and_keyed_by_its_pixels(
+        engine: Engine) -> None:
+    frames = [Image.open(io.BytesIO(png_bytes(40, 40, seed=s))).convert("P")
+              for s in (7, 8)]
+    gif = io.BytesIO()
+    frames[0].save(gif, "GIF", save_all=True, append_images=frames[1:])
+    first = engine.submit(ask(gif.getvalue(), "first question")).result(60)
+    assert first.finish_reason in ("stop", "length"), first.error
+    png = io.BytesIO()
+    frames[0].convert("RGB").save(png, "PNG")
+    again = engine.submit(ask(png.getvalue(), "second question")).result(60)
+    assert again.metrics.cached_tokens > first.metrics.image_tokens  # same pixels, same key
 
 
 def test_undecodable_bytes_are_refused_before_queueing(engine: Engine) -> None:
