@@ -14,6 +14,7 @@ from engine.server.model_catalog import folder_models
 from engine.server.router_plan import RouterPlanner, need_of
 from planner.request import Request
 from tests.engine.server_fixtures import ServerProcess, validate
+from tests.engine.test_server_embeddings import validate as validate_embeddings
 from tests.engine.test_server_vision import ask, data_url
 from tests.helpers.gguf_factory import Shape, write_llama
 from tests.helpers.gguf_mmproj import png_bytes, write_vision_pair
@@ -95,5 +96,6 @@ def test_a_text_model_of_the_folder_still_refuses_images(router: ServerProcess) 
 
 def test_with_embeddings_a_chat_model_of_the_folder_embeds(router: ServerProcess) -> None:
     resp = _client(router).embeddings.create(model=TEXT, input=["a cat", "a dog"])
+    validate_embeddings(resp.model_dump(exclude_unset=True))
     assert [len(d.embedding) for d in resp.data] == [SMOL_SHAPE.n_embd] * 2
     assert resp.data[0].embedding != resp.data[1].embedding
