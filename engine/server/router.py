@@ -53,12 +53,15 @@ class RouterOptions:
         pinned: ids of models never unloaded (loaded at start).
         idle_timeout_s: unload a model idle this long (None: never for idleness).
         models_max: the most models resident at once (None: memory decides alone).
+        embeddings: chat models serve ``/v1/embeddings`` too (an embedding model always
+            does).
     """
 
     queue_size: int = 64
     pinned: frozenset[str] = frozenset()
     idle_timeout_s: float | None = None
     models_max: int | None = None
+    embeddings: bool = False
 
 
 @dataclass(eq=False)
@@ -95,11 +98,12 @@ class RoutedModel:
                         pinned=self.pinned, busy=self.busy)
 
 
-def _default_loader(queue_size: int) -> EngineLoader:
+def _default_loader(queue_size: int, embeddings: bool = False) -> EngineLoader:
     def load(spec: LaunchSpec, progress: Callable[[float], bool]) -> EngineLike:
         from engine.embedding_engine import open_engine
 
-        return open_engine(spec, queue_size=queue_size, progress=progress)
+        return open_engine(spec, queue_size=queue_size, progress=progress,
+                           embeddings=embeddings)
 
     return load
 
@@ -124,7 +128,7 @@ class Router:
         self.planner = planner
         self.models = {m.id: RoutedModel(m, pinned=m.id in options.pinned) for m in catalog}
         self._names = {n: e for e in self.models.values() for n in e.model.names()}
-        self._loader = loader or _default_loader(options.queue_size)
+        self._loader = loader or _default_loader(options.queue_size, options.embeddings)
         self.events = events or (lambda *_: None)
         self._lock = asyncio.Lock()
         self._stopping = False
@@ -278,7 +282,8 @@ class Router:
         engine = await asyncio.to_thread(self._loader, spec, self._progress(entry))
         served = await asyncio.to_thread(self._served, entry, engine)
         entry.engine, entry.served = engine, served
-        entry.probe = GrammarProbe(str(path))  # its child starts on the first grammar
+        # its child starts on the first grammar; an embedding model takes none
+        entry.probe = None if _refuses_generation(engine) else GrammarProbe(str(path))
         entry.state, entry.load_progress = LOADED, 1.0
         entry.loaded_at = entry.last_used = time.monotonic()
         log.info("loaded %s (%s) in %.2f s: %s planned", entry.id, reason,
@@ -305,7 +310,10 @@ class Router:
                            n_ctx_per_seq=engine.n_ctx_per_seq,
                            template_tools=template_renders_tools(engine),
                            spec_modes=engine.speculation_modes,
-                           spec_refusal=engine.speculation_refusal)
+                           spec_refusal=engine.speculation_refusal,
+                           vision_refusal=getattr(engine, "vision_refusal",
+                                                  "this engine takes no images"),
+                           n_vocab=getattr(engine, "n_vocab", None))
 
     async def _make_room(self, entry: RoutedModel, need: dict[str, int],
                          budget: dict[str, int], others: list[RoutedModel]) -> None:
@@ -417,6 +425,13 @@ class Router:
                         entry.model.path).predicted.decode_tps
                 except Exception as exc:  # shown as unknown; its load will say why
                     log.info("cannot plan %s: %s", entry.id, exc)
+
+
+def _refuses_generation(engine: EngineLike) -> bool:
+    """An engine that only embeds (chat and completions are refused)."""
+    from engine.embedding_engine import EmbeddingEngine
+
+    return isinstance(engine, EmbeddingEngine)
 
 
 def _without_paths(text: str, path: Path) -> str:

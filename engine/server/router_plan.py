@@ -13,10 +13,13 @@ from planner.plan import Plan, plan
 from planner.profile import ModelProfile
 from planner.request import Request
 from planner.residency import Resident, inventory_left
+from planner.vision_plan import plan_with_projector
 
 log = logging.getLogger(__name__)
 
 GIB = 1024**3
+# a model file's and its projector's (size, mtime): either changed, a cached plan is stale
+_Stamps = tuple[tuple[int, int] | None, tuple[int, int] | None]
 
 
 def fits(p: Plan) -> bool:
@@ -55,13 +58,18 @@ class RouterPlanner:
         request: context, slots and reserves, the same for every model.
         n_threads: decode threads (None: the plan's).
         warm_up: decode once after each load.
+        vision: pair each model with the projector beside it (``mmproj-*.gguf``, as the
+            library pairs them), planned and loaded with it.
+        mmproj_offload: a projector may go to the model's main GPU (else host RAM).
     """
 
     inventory: Inventory
     request: Request
     n_threads: int | None = None
     warm_up: bool = True
-    _alone: dict[Path, tuple[tuple[int, int], Plan]] = field(default_factory=dict)
+    vision: bool = True
+    mmproj_offload: bool = True
+    _alone: dict[Path, tuple[_Stamps, Plan]] = field(default_factory=dict)
 
     def profile(self, path: Path) -> ModelProfile:
         """The model's profile (read again when the file changed: cached by its date)."""
@@ -69,14 +77,30 @@ class RouterPlanner:
 
         return load_profile(path)
 
+    def projector(self, path: Path) -> Path | None:
+        """The model's vision projector, or None (none beside it, or ``vision`` off)."""
+        from engine.models import paired_projector
+
+        return paired_projector(path) if self.vision else None
+
+    def _plan(self, inventory: Inventory, path: Path) -> Plan:
+        """The model's plan in ``inventory``, its projector's memory held back first."""
+        projector = self.projector(path)
+        if projector is None:
+            return plan(inventory, self.profile(path), self.request)
+        from engine.gguf_file import load_projector
+
+        return plan_with_projector(inventory, self.profile(path), self.request,
+                                   load_projector(str(projector)), self.mmproj_offload)
+
     def alone(self, path: Path) -> Plan:
         """The model's plan with nothing else loaded (cached while the file is unchanged:
         a file replaced after start is planned again, not loaded by its old plan)."""
         cached = self.alone_if_planned(path)
         if cached is None:
-            stamp = _stamp(path)
-            cached = plan(self.inventory, self.profile(path), self.request)
-            if stamp is not None:
+            stamp = self._stamps(path)
+            cached = self._plan(self.inventory, path)
+            if stamp[0] is not None:
                 self._alone[path] = (stamp, cached)
         return cached
 
@@ -84,7 +108,7 @@ class RouterPlanner:
         """The cached plan alone, or None before :meth:`alone` made it for the file as it
         is now."""
         entry = self._alone.get(path)
-        if entry is None or entry[0] != _stamp(path):
+        if entry is None or entry[0] != self._stamps(path):
             return None
         return entry[1]
 
@@ -92,15 +116,23 @@ class RouterPlanner:
         """The model's plan into what ``residents`` leave."""
         if not residents:
             return self.alone(path)
-        return plan(inventory_left(self.inventory, residents), self.profile(path),
-                    self.request)
+        return self._plan(inventory_left(self.inventory, residents), path)
 
     def spec(self, path: Path, p: Plan) -> LaunchSpec:
         """What llama.cpp loads for plan ``p``."""
         spec = LaunchSpec.from_plan_engine(str(path), p.engine)
+        projector = self.projector(path) if p.projector is not None else None
+        if projector is not None:
+            spec = spec.with_changes(mmproj_path=str(projector))
         if self.n_threads:
             spec = spec.with_changes(n_threads=self.n_threads, n_threads_batch=self.n_threads)
         return spec if self.warm_up else spec.with_changes(warm_up=False)
+
+    def _stamps(self, path: Path) -> _Stamps:
+        """The model's and its projector's (size, mtime): either changed, it is planned
+        again."""
+        projector = self.projector(path)
+        return _stamp(path), _stamp(projector) if projector is not None else None
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -124,7 +124,7 @@ MAX_LOADS = 3  # the first load and two re-plans after running out of memory
 
 def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.Event,
                  on_ready: Callable[[str], None], on_error: Callable[[str], None]) -> None:
-    from engine.embedding_engine import open_engine
+    from engine.embedding_engine import EmbeddingEngine, open_engine
 
     def progress(value: float) -> bool:
         state.load_progress = value
@@ -157,7 +157,9 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
         engine.close()
         return
     state.attach(engine)
-    state.grammar_probe = _grammar_probe(options.spec.model_path)
+    # an embedding model refuses chat and completions: no grammar to check
+    state.grammar_probe = None if isinstance(engine, EmbeddingEngine) \
+        else _grammar_probe(options.spec.model_path)
     assert state.served is not None
     on_ready(state.served.id)
 

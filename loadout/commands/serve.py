@@ -240,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         single = [flag for flag, on in (("--launch-spec", args.launch_spec is not None),
                                         ("--workers", bool(args.workers)),
                                         ("--no-plan", args.no_plan),
+                                        ("--mmproj", args.mmproj is not None),
                                         ("--alias", bool(args.alias))) if on]
         if single:
             print(f"loadout serve: {', '.join(single)} apply to one model, not to "
@@ -316,9 +317,11 @@ def _router(args: argparse.Namespace) -> Any:
     options = RouterOptions(queue_size=max(1, args.queue_size),
                             pinned=frozenset(names[k] for k in args.keep),
                             idle_timeout_s=args.idle_timeout,
-                            models_max=max(1, args.models_max) if args.models_max else None)
+                            models_max=max(1, args.models_max) if args.models_max else None,
+                            embeddings=args.embeddings)
     planner = RouterPlanner(inventory, request, n_threads=args.threads,
-                            warm_up=not args.no_warmup)
+                            warm_up=not args.no_warmup, vision=not args.no_mmproj,
+                            mmproj_offload=not args.no_mmproj_offload)
     return Router(catalog, planner, options)
 
 

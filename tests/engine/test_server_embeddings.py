@@ -209,6 +209,28 @@ def test_chat_on_an_embedding_model_is_a_clear_400(bert_server: ServerProcess,
     assert status == 400 and doc["error"]["code"] == "model_not_generative"
 
 
+def _child_commands(pid: int) -> list[str]:
+    """The command lines of ``pid``'s child processes (Linux's /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append((stat.parent / "cmdline").read_text().replace("\0", " "))
+        except (OSError, IndexError, ValueError):  # a process that ended meanwhile
+            continue
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
+def test_an_embedding_model_starts_no_grammar_checker(bert_server: ServerProcess) -> None:
+    status, doc = post(bert_server, "/v1/chat/completions", {
+        "model": bert_server.model, "messages": [{"role": "user", "content": "hi"}],
+        "response_format": {"type": "json_object"}})
+    assert status == 400 and doc["error"]["code"] == "model_not_generative"
+    assert not [c for c in _child_commands(bert_server.pid) if "--grammar-checker" in c]
+
+
 def test_langchain_embeds_documents_and_queries(bert_server: ServerProcess,
                                                 bert_client: Any) -> None:
     from langchain_openai import OpenAIEmbeddings
