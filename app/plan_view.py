@@ -143,6 +143,7 @@ class Prediction:
     prefill_tps: float
     ttft_s: float
     prompt_tokens: int
+    nominal: bool = False       # a software device holds layers: not this machine's speeds
 
 
 def prediction(plan: Any) -> Prediction:
@@ -151,7 +152,8 @@ def prediction(plan: Any) -> Prediction:
     return Prediction(decode_tps=float(p.get("decode_tps", 0.0)),
                       prefill_tps=float(p.get("prefill_tps", 0.0)),
                       ttft_s=float(p.get("ttft_s", 0.0)),
-                      prompt_tokens=int(p.get("prompt_tokens", 0)))
+                      prompt_tokens=int(p.get("prompt_tokens", 0)),
+                      nominal=bool(p.get("nominal", False)))
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,9 @@ CODE_SENTENCES: dict[str, str] = {
         "Codes", "Your setting does not apply here and was ignored."),
     "slow_decode": QT_TRANSLATE_NOOP("Codes", "Decoding will be slow for interactive use."),
     "parallel_kv": QT_TRANSLATE_NOOP("Codes", "Each parallel slot needs its own KV cache."),
+    "software_device_speed": QT_TRANSLATE_NOOP(
+        "Codes", "GPU {gpu} ({name}) is a software device that computes on the CPU: speeds "
+        "are not predicted for it."),
     "capacity_bound": QT_TRANSLATE_NOOP(
         "Codes", "Bottleneck: capacity. Part of the model is read from disk."),
     "bandwidth_bound": QT_TRANSLATE_NOOP(

@@ -767,6 +767,10 @@
         <translation>Flash Attention 保持开启：llama.cpp 使用 {kv_type} KV 缓存时需要它。</translation>
     </message>
     <message>
+        <source>GPU {gpu} ({name}) is a software device that computes on the CPU: speeds are not predicted for it.</source>
+        <translation>GPU {gpu}（{name}）是在 CPU 上计算的软件设备：不预测它的速度。</translation>
+    </message>
+    <message>
         <source>Add RAM (to {ram_bytes}), so nothing is read from disk.</source>
         <translation>增加内存（到 {ram_bytes}），就不必从磁盘读取。</translation>
     </message>
@@ -1780,6 +1784,10 @@
     <message>
         <source>No plan: the planner stopped with an error (see the message).</source>
         <translation>没有计划：规划器因错误而停止（见提示信息）。</translation>
+    </message>
+    <message>
+        <source>Nominal figure, not predicted for a software device: {figure}</source>
+        <translation>名义数值，软件设备的速度不作预测：{figure}</translation>
     </message>
     <message>
         <source>time to first token ({tokens}-token prompt)</source>

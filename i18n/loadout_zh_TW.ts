@@ -767,6 +767,10 @@
         <translation>Flash Attention 保持開啟：llama.cpp 使用 {kv_type} KV 快取時需要它。</translation>
     </message>
     <message>
+        <source>GPU {gpu} ({name}) is a software device that computes on the CPU: speeds are not predicted for it.</source>
+        <translation>GPU {gpu}（{name}）是在 CPU 上運算的軟體裝置：不預測它的速度。</translation>
+    </message>
+    <message>
         <source>Add RAM (to {ram_bytes}), so nothing is read from disk.</source>
         <translation>增加記憶體（到 {ram_bytes}），就不必從磁碟讀取。</translation>
     </message>
@@ -1780,6 +1784,10 @@
     <message>
         <source>No plan: the planner stopped with an error (see the message).</source>
         <translation>沒有計畫：規劃器因錯誤而停止（見提示訊息）。</translation>
+    </message>
+    <message>
+        <source>Nominal figure, not predicted for a software device: {figure}</source>
+        <translation>名義數值，軟體裝置的速度不作預測：{figure}</translation>
     </message>
     <message>
         <source>time to first token ({tokens}-token prompt)</source>

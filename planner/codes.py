@@ -97,6 +97,8 @@ class Code(StrEnum):
     # -- speed --------------------------------------------------------------------------
     SLOW_DECODE = "slow_decode"                     # below a usable decode speed
     PARALLEL_KV = "parallel_kv"                     # slots multiply the KV cache
+    SOFTWARE_DEVICE_SPEED = "software_device_speed"  # layers on a device computing on the
+    #   CPU (lavapipe): the predicted speeds are nominal, not this machine's
 
     # -- bottleneck ---------------------------------------------------------------------
     CAPACITY_BOUND = "capacity_bound"               # spilling to disk

@@ -74,6 +74,9 @@ class Gpu:
     # the largest tensor the engine's kernels take on this device (0: no limit); an op
     # with a larger source or result runs on the CPU (Vulkan: maxStorageBufferRange)
     max_tensor_bytes: int = 0
+    # a software device that computes on the host's CPU (Vulkan device type CPU: Mesa's
+    # lavapipe, SwiftShader): it holds layers like a GPU, its speed is not predicted
+    software: bool = False
 
     @property
     def remote(self) -> bool:
@@ -207,6 +210,7 @@ def _gpu(position: int, g: Mapping[str, Any]) -> Gpu:
         same_host=bool(g.get("same_host", False)),
         worker_cpu=bool(g.get("worker_cpu", False)),
         max_tensor_bytes=_int(g.get("max_tensor_bytes", 0), "max_tensor_bytes"),
+        software=bool(g.get("software", "software_device" in g.get("notes", ()))),
     )
 
 

@@ -132,6 +132,11 @@ class Plan:
     def streams_from_disk(self) -> bool:
         return any(s.kind == Code.WEIGHTS_ON_DISK for s in self.spills)
 
+    @property
+    def speed_nominal(self) -> bool:
+        """True when a software device holds weights: the speeds are not this machine's."""
+        return any(w.code == Code.SOFTWARE_DEVICE_SPEED for w in self.warnings)
+
     def to_json(self) -> dict[str, Any]:
         """The ``loadout.plan/1`` JSON document."""
         return {
@@ -167,6 +172,7 @@ class Plan:
 
     def _predicted_json(self) -> dict[str, Any]:
         out = self.predicted.to_json()
+        out["nominal"] = self.speed_nominal
         if self.calibration is not None:
             out["calibration"] = self.calibration.to_json()
         if self.raw_predicted is not None:
@@ -492,7 +498,7 @@ def _same_tiers(a: Trial, b: Trial) -> bool:
 
 def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
               warnings: list[Note], real: bool) -> Plan:
-    from planner.plan_report import devices_of, reasons_of, spills_of, warnings_of
+    from planner.plan_report import devices_of, reasons_of, software_notes, spills_of, warnings_of
 
     inventory, profile, request = ctx.inventory, ctx.profile, ctx.request
 
@@ -500,6 +506,7 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
     spills = spills_of(profile, best, speed)
     reasons, fits = reasons_of(profile, best, speed, MIN_RUNNABLE_TPS)
     warnings += warnings_of(profile, request, best, speed)
+    warnings += software_notes(inventory, speed)
     plan_ = Plan(
         fits=fits, reasons=reasons, roles=best.roles, devices=devices, context=best.context,
         parallel=request.parallel, kv_type=best.kv_type, flash_attn=best.config.flash_attn,
@@ -508,8 +515,9 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
                                                                   best), speed.spec, request),
         spills=spills, decisions=tuple(decisions), model=profile.name, layout=best.layout,
         draft_model=request.draft_path if speed.spec.mode in DRAFTERS else None)
-    bottleneck = find_bottleneck(plan_, inventory)
-    plan_ = replace(plan_, bottleneck=bottleneck)
+    if plan_.speed_nominal:  # no bottleneck or what-if speeds to tell: none are predicted
+        return plan_
+    plan_ = replace(plan_, bottleneck=find_bottleneck(plan_, inventory))
     if real and (request.pins_placement or request.kv_type or request.spec
                  or request.flash_attn is not None):
         plan_ = _price_override(inventory, profile, request, plan_)

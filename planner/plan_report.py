@@ -10,7 +10,7 @@ from planner.inventory import Inventory
 from planner.profile import ModelProfile, TensorKind
 from planner.quant import bits_of, is_low_bit
 from planner.request import Request, SpecMode, TaskKind
-from planner.speed import CONSTANTS, DISK, HOST, Speed
+from planner.speed import CONSTANTS, DISK, HOST, Speed, gpu_of
 
 if TYPE_CHECKING:
     from planner.plan import DeviceUse, Note, Spill
@@ -151,4 +151,18 @@ def warnings_of(profile: ModelProfile, request: Request, best: Trial, speed: Spe
                                            ("cells", best.context * request.parallel))))
     if 0 < speed.decode_tps < CONSTANTS.usable_decode_tps:
         out.append(Note(Code.SLOW_DECODE, (("decode_tps", round(speed.decode_tps, 2)),)))
+    return out
+
+
+def software_notes(inventory: Inventory, speed: Speed) -> list[Note]:
+    """A warning per software device (one computing on the CPU) that holds weights: the
+    speed model prices it as a GPU it is not, so the plan's speeds are nominal there."""
+    from planner.plan import Note
+
+    out: list[Note] = []
+    for d in speed.devices:
+        gpu = gpu_of(inventory, d.device)
+        if gpu is not None and gpu.software and d.weights_s + d.experts_s > 0:
+            out.append(Note(Code.SOFTWARE_DEVICE_SPEED, (("gpu", gpu.index),
+                                                         ("name", gpu.name))))
     return out

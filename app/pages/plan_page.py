@@ -421,9 +421,12 @@ class PlanPage(QWidget):
             {int(r.get("gpu", 0)): code_sentence(str(r.get("reason", "")))
              for r in doc.get("roles", []) if r.get("reason")})
         pred = prediction(doc)
-        self.speed_values[0].setText(fmt_tps(pred.decode_tps))
-        self.speed_values[1].setText(fmt_tps(pred.prefill_tps))
-        self.speed_values[2].setText(fmt_seconds(pred.ttft_s))
+        figures = (fmt_tps(pred.decode_tps), fmt_tps(pred.prefill_tps), fmt_seconds(pred.ttft_s))
+        for value, figure in zip(self.speed_values, figures, strict=True):
+            # a software device's speed is not predicted: its warning says why
+            value.setText("—" if pred.nominal else figure)
+            value.setToolTip(self.tr("Nominal figure, not predicted for a software device: "
+                                     "{figure}").format(figure=figure) if pred.nominal else "")
         if pred.prompt_tokens:
             self.speed_names[2].setText(self.tr("time to first token ({tokens}-token prompt)")
                                         .format(tokens=pred.prompt_tokens))

@@ -79,7 +79,8 @@ def _from_engine(dev: EngineDevice, backend: Backend) -> Gpu:
     unified = dev.kind == "igpu" or vendor is Vendor.APPLE
     spec = lookup(dev.description, None if unified else dev.total_bytes)
     notes = ["seen_by_engine_only", "bandwidth_nominal" if spec else "bandwidth_unknown"]
-    if is_software_device(dev.description):
+    software = is_software_device(dev.description)
+    if software:
         notes.append("software_device")
     if dev.total_bytes and dev.free_bytes == 0:
         notes.append("zero_free_reported")
@@ -89,7 +90,8 @@ def _from_engine(dev: EngineDevice, backend: Backend) -> Gpu:
                pcie_gbps=spec.pcie_gbps if spec and spec.pcie_gbps else 16.0,
                tflops_fp16=spec.tflops_fp16 if spec else 0.0, unified_memory=unified,
                measured=("total_bytes", "free_bytes"), notes=tuple(notes),
-               engine_device=dev.name, max_tensor_bytes=dev.max_tensor_bytes)
+               engine_device=dev.name, max_tensor_bytes=dev.max_tensor_bytes,
+               software=software)
 
 
 def _adopt(gpu: Gpu, dev: EngineDevice, backend: Backend) -> Gpu:

@@ -222,9 +222,16 @@ def render(plan: Any, model: str) -> str:
                                          f"{spec.tokens_per_step:.2f} tokens/step)"
                                          if spec.draft_tokens else ""))
     pr = p.predicted
-    lines.append(f"Predicted: decode {pr.decode_tps:.1f} t/s, prefill {pr.prefill_tps:.0f} t/s,"
-                 f" TTFT {pr.ttft_s:.2f} s for {pr.prompt_tokens} prompt tokens"
-                 f" (depth {pr.depth})")
+    if p.speed_nominal:
+        soft = ", ".join(f"GPU {dict(w.numbers).get('gpu')}" for w in p.warnings
+                         if w.code.value == "software_device_speed")
+        lines.append(f"Predicted: not predicted ({soft} computes on the CPU, a software "
+                     f"device); nominal figures: decode {pr.decode_tps:.1f} t/s, prefill "
+                     f"{pr.prefill_tps:.0f} t/s, TTFT {pr.ttft_s:.2f} s")
+    else:
+        lines.append(f"Predicted: decode {pr.decode_tps:.1f} t/s, prefill "
+                     f"{pr.prefill_tps:.0f} t/s, TTFT {pr.ttft_s:.2f} s for "
+                     f"{pr.prompt_tokens} prompt tokens (depth {pr.depth})")
     if p.projector is not None:
         from planner.projector import image_ttft_s
 

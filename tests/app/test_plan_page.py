@@ -204,6 +204,20 @@ def test_a_machine_without_gpus_plans_on_the_cpu(make_window: Any, demo_model: P
     assert page.speed_values[0].text() not in ("", "—")
 
 
+def test_a_software_device_shows_no_predicted_speeds_and_says_why(
+        make_window: Any, demo_model: Path, qtbot: Any) -> None:
+    from tests.app.conftest import rig_doc
+
+    doc = rig_doc([("llvmpipe (LLVM 15.0.6, 256 bits)", 2, 200.0)])
+    doc["gpus"][0].update(vendor="other", backend="vulkan", notes=["software_device"])
+    page = _open(make_window(Inventory.from_json(doc)), qtbot, demo_model)
+    gpu = page.memory_map.bars()[0]
+    assert gpu.kind == "gpu" and gpu.bytes_of("weights") > 0  # the layers stay on it
+    assert [v.text() for v in page.speed_values] == ["—", "—", "—"]
+    assert "Nominal figure" in page.speed_values[0].toolTip()
+    assert "is a software device that computes on the CPU" in page.messages_label.text()
+
+
 def test_whatif_second_gpu_is_planned_and_compared_with_this_machine(
         make_window: Any, rig: Inventory, big_model: Path, qtbot: Any) -> None:
     from app.plan_view import prediction

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,20 @@ def test_plan_text_shows_the_memory_map_speeds_and_advice(
     out = capsys.readouterr().out
     for words in ("Memory map", "host", "Predicted: decode", "prefill", "TTFT", "advice"):
         assert words in out
+
+
+def test_plan_on_a_software_device_keeps_its_layers_and_flags_speeds_nominal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lavapipe = replace(RTX_3090, name="llvmpipe (LLVM 15.0.6, 256 bits)", software=True)
+    rig_file = _rig_file(tmp_path, rig(lavapipe))
+    doc = _json(capsys, "demo", "--rig", rig_file)
+    assert doc["engine"]["n_gpu_layers"] == 31 and doc["predicted"]["nominal"] is True
+    assert {"code": "software_device_speed", "gpu": 0, "name": lavapipe.name} \
+        in doc["warnings"]
+    assert main(["plan", "demo", "--rig", rig_file]) == 0
+    out = capsys.readouterr().out
+    assert "Predicted: not predicted (GPU 0 computes on the CPU" in out
+    assert "Predicted: decode" not in out
 
 
 def test_plan_honours_every_override_flag(tmp_path: Path,
