@@ -317,13 +317,17 @@ class _Handler(BaseHTTPRequestHandler):
                     block = block[: max(0, cut - sent)]
                 if corrupt and block:
                     block = bytes([block[0] ^ 0xFF]) + block[1:]
+                # counted before the write: a client that has read the block has it counted
+                # (counted after, a test could look between its read and the count)
+                with hub._lock:
+                    hub.bytes_served[name] = hub.bytes_served.get(name, 0) + len(block)
                 try:
                     self.wfile.write(block)
                 except (BrokenPipeError, ConnectionResetError):
+                    with hub._lock:
+                        hub.bytes_served[name] -= len(block)
                     break
                 sent += len(block)
-                with hub._lock:
-                    hub.bytes_served[name] = hub.bytes_served.get(name, 0) + len(block)
                 if stall is not None and sent >= stall:  # a network that stops answering
                     self.wfile.flush()
                     time.sleep(hub.stall_s)
