@@ -98,12 +98,14 @@ CONSTANTS = SpeedConstants()
 # How fast one core decodes a weight type's bytes, relative to Q4_K's (what
 # ``cpu_core_gbps`` is calibrated on: the CPU rows are Q4_K_M). A core multiplies weights,
 # and each type at its own rate per weight: bench/cpu_type_rate.py (one engine thread,
-# all-type llamas of one shape, engine-thread CPU seconds, median of 7 interleaved rounds)
-# measured the time per token over Q4_K's: F16 1.94, Q8_0 1.45, Q4_1 1.68, Q4_0 0.97, at
-# 3.55x, 1.89x, 1.11x and 1x Q4_K's bytes. Q4_0 and Q4_K are repacked for the CPU's SIMD,
-# Q4_1 is not. Types not measured are priced by their bytes (1.0). The RAM's bandwidth
-# bounds every type alike: where it binds (many cores), bytes set the time.
-CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.30, "Q4_1": 0.66, "Q4_0": 1.03,
+# all-type llamas of one shape, engine-thread CPU seconds, interleaved rounds) measured
+# the time per token over Q4_K's, at 3.55x (F16), 1.89x (Q8_0), 1.11x (Q4_1) and 1x (Q4_0)
+# Q4_K's bytes; per byte, over three runs (7, 5, 9 rounds; the median here): F16 1.83,
+# 1.99, 1.66; Q8_0 1.30, 1.17, 1.20; Q4_1 0.66, 0.69, 0.55; Q4_0 1.03, 0.99, 0.99. Q4_0 and
+# Q4_K are repacked for the CPU's SIMD, Q4_1 is not. Types not measured are priced by
+# their bytes (1.0). The RAM's bandwidth bounds every type alike: where it binds (many
+# cores), bytes set the time.
+CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.66, "Q4_0": 1.0,
                                    "Q4_K": 1.0}
 
 
