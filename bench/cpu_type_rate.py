@@ -50,8 +50,9 @@ def _q4_k_blocks(arr: np.ndarray) -> np.ndarray:
 
 def write_models(folder: Path) -> dict[str, Path]:
     """One model per type, all of one shape."""
-    import tests.helpers.gguf_factory as factory
     from gguf import GGMLQuantizationType
+
+    import tests.helpers.gguf_factory as factory
 
     quantize = factory.quantize
 
