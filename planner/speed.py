@@ -51,7 +51,8 @@ class SpeedConstants:
     rocm_layer_s: float = 88e-6            # ... and launch slower
     gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
     cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
-    cpu_core_gbps: float = 7.0             # what one core can stream (many-channel caps)
+    cpu_core_gbps: float = 7.0             # what one core can stream of Q4_K (many-
+    #   channel caps); other weight types by :data:`CPU_BYTE_RATE`
     cpu_reference_ghz: float = 3.5         # ... at this clock: the per-core rates scale
     #   with the host's clock when it is known (the CPU rows' machines run near 3.5 GHz
     #   all-core; this 2.1 GHz VM streams SmolLM2's Q4_1 at about 4.2 GB/s per core)
@@ -94,6 +95,32 @@ class SpeedConstants:
 
 CONSTANTS = SpeedConstants()
 
+# How fast one core decodes a weight type's bytes, relative to Q4_K's (what
+# ``cpu_core_gbps`` is calibrated on: the CPU rows are Q4_K_M). A core multiplies weights,
+# and each type at its own rate per weight: bench/cpu_type_rate.py (one engine thread,
+# all-type llamas of one shape, engine-thread CPU seconds, interleaved rounds) measured
+# the time per token over Q4_K's, at 3.55x (F16), 1.89x (Q8_0), 1.11x (Q4_1) and 1x (Q4_0)
+# Q4_K's bytes; per byte, over three runs (7, 5, 9 rounds; the median here): F16 1.83,
+# 1.99, 1.66; Q8_0 1.30, 1.17, 1.20; Q4_1 0.66, 0.69, 0.55; Q4_0 1.03, 0.99, 0.99. Q4_0 and
+# Q4_K are repacked for the CPU's SIMD, Q4_1 is not. Types not measured are priced by
+# their bytes (1.0). The RAM's bandwidth bounds every type alike: where it binds (many
+# cores), bytes set the time.
+CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.66, "Q4_0": 1.0,
+                                   "Q4_K": 1.0}
+
+
+def cpu_type_rate(quant_bytes: Sequence[tuple[str, int]]) -> float:
+    """How fast one core decodes a file's weight bytes relative to Q4_K's: the bytes'
+    harmonic mean of :data:`CPU_BYTE_RATE` (a K-quant file type counts as its K type)."""
+    total = spent = 0.0
+    for name, nbytes in quant_bytes:
+        t = name.upper()
+        if t.startswith("Q") and t[2:4] == "_K":
+            t = t[:4]
+        total += nbytes
+        spent += nbytes / CPU_BYTE_RATE.get(t, 1.0)
+    return total / spent if spent > 0 else 1.0
+
 
 @dataclass(frozen=True)
 class DeviceLoad:
@@ -123,6 +150,8 @@ class DeviceLoad:
     disk_stored_bytes: float = 0.0
     flops: float = 0.0
     iquant: bool = False      # weights are i-quants (IQ*): slower to dequantize
+    cpu_type_rate: float = 1.0  # a core decodes these types' bytes this much faster than
+    #   Q4_K's (:func:`cpu_type_rate`)
     prefill_flops: float | None = None  # per prompt token (None: ``flops``)
 
 
@@ -230,10 +259,13 @@ def core_scale(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
     return min(2.0, max(0.3, clock / c.cpu_reference_ghz)) if clock > 0 else 1.0
 
 
-def host_bandwidth(inventory: Inventory, threads: int, c: SpeedConstants = CONSTANTS) -> float:
-    """Effective bytes/s the CPU reads weights at with ``threads`` threads."""
+def host_bandwidth(inventory: Inventory, threads: int, c: SpeedConstants = CONSTANTS,
+                   type_rate: float = 1.0) -> float:
+    """Effective bytes/s the CPU reads weights at with ``threads`` threads: the RAM's
+    bandwidth or what the cores decode (``type_rate``: of these weight types, relative to
+    Q4_K), whichever is slower."""
     nominal = inventory.host.bandwidth_gbps * GB * c.cpu_bw_fraction
-    per_core = c.cpu_core_gbps * core_scale(inventory, c)
+    per_core = c.cpu_core_gbps * core_scale(inventory, c) * type_rate
     return min(nominal, max(1, threads) * per_core * GB)
 
 
@@ -268,7 +300,8 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
                           load.kv_bytes * c.gpu_kv_cost / bw,
                           load.layers * gpu_layer_seconds(gpu, c), disk_s,
                           load.flops / gpu_flops(gpu, c), load.layers)
-    bw = host_bandwidth(inventory, threads, c) / (c.cpu_iq_factor if load.iquant else 1.0)
+    bw = host_bandwidth(inventory, threads, c, load.cpu_type_rate) \
+        / (c.cpu_iq_factor if load.iquant else 1.0)
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9

@@ -9,8 +9,10 @@ import pytest
 from planner.plan import plan
 from planner.request import Request, SpecMode
 from planner.speed import (
+    CPU_BYTE_RATE,
     DeviceLoad,
     best_draft_length,
+    cpu_type_rate,
     per_token_acceptance,
     predict,
     price_spec,
@@ -112,3 +114,24 @@ def test_a_tied_output_reads_the_embeddings_like_an_untied_output_would() -> Non
     a = plan(inv, tied, QUIET).predicted.decode_tps
     b = plan(inv, untied, QUIET).predicted.decode_tps
     assert a == pytest.approx(b, rel=0.03)
+
+
+def test_cpu_type_rate_is_the_bytes_harmonic_mean_of_each_type_s() -> None:
+    assert cpu_type_rate([("Q4_K_M", 100)]) == 1.0  # the reference type
+    assert cpu_type_rate([("Q8_0", 100)]) == CPU_BYTE_RATE["Q8_0"]
+    assert cpu_type_rate([("IQ3_XXS", 100), ("F32", 1)]) == 1.0  # not measured: by bytes
+    mix = cpu_type_rate([("Q4_1", 300), ("Q8_0", 100)])  # the demo's kind of file
+    assert mix == pytest.approx(400 / (300 / CPU_BYTE_RATE["Q4_1"] + 100 / CPU_BYTE_RATE["Q8_0"]))
+    assert cpu_type_rate([]) == 1.0
+
+
+def test_few_cpu_cores_are_bound_by_the_weight_type_many_by_the_ram() -> None:
+    # one core decodes Q8_0's bytes faster than Q4_1's (bench/cpu_type_rate.py); the RAM
+    # reads every type's bytes alike
+    q8 = S.build(S.LLAMA3_8B, "Q8_0")
+    q4 = S.build(S.LLAMA3_8B, "Q4_1")
+    bits = 8.5 / 5.0
+    one = [plan(rig(ram_bw=40, cores=1), m, QUIET).predicted.decode_tps for m in (q8, q4)]
+    assert one[1] / one[0] < bits * 0.75  # compute-bound: less than the bytes say
+    many = [plan(rig(ram_bw=40, cores=16), m, QUIET).predicted.decode_tps for m in (q8, q4)]
+    assert many[1] / many[0] == pytest.approx(bits, rel=0.1)  # bandwidth-bound: bytes
