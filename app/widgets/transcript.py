@@ -18,6 +18,7 @@ from PySide6.QtGui import (
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
+    QTextDocument,
 )
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
@@ -26,6 +27,12 @@ from app.chat_render import COPY_SCHEME, IMAGE_SCHEME, render
 from app.chat_store import Message
 
 log = logging.getLogger(__name__)
+
+# Markdown without raw HTML: an answer's line that starts like HTML (``<?php``, ``<!x``,
+# ``<!--``) would otherwise open an HTML block that swallows the rest of the transcript
+_FEATURES = QTextDocument.MarkdownFeature(
+    QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
+    | QTextDocument.MarkdownFeature.MarkdownNoHTML.value)
 
 
 class TranscriptView(QTextBrowser):
@@ -64,14 +71,14 @@ class TranscriptView(QTextBrowser):
         self._tail_start = None
         rendered = render(messages, error, note=note)
         self.code_blocks = rendered.code_blocks
-        self._keep_scrolled(lambda: self.setMarkdown(rendered.markdown))
+        self._keep_scrolled(lambda: self.document().setMarkdown(rendered.markdown, _FEATURES))
 
     def show_streaming(self, messages: Sequence[Message]) -> None:
         """Show ``messages`` whose last one is still arriving (re-renders only that one)."""
         if self._tail_start is None:
             history = render(messages[:-1])
             self._history_blocks = history.code_blocks
-            self.setMarkdown(history.markdown)
+            self.document().setMarkdown(history.markdown, _FEATURES)
             cursor = QTextCursor(self.document())
             cursor.movePosition(QTextCursor.MoveOperation.End)
             cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # after the last rule
@@ -84,7 +91,7 @@ class TranscriptView(QTextBrowser):
             cursor = QTextCursor(self.document())
             cursor.setPosition(start)
             cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-            cursor.insertMarkdown(tail.markdown)
+            cursor.insertMarkdown(tail.markdown, _FEATURES)
 
         self._keep_scrolled(replace_tail)
 

@@ -157,6 +157,21 @@ def test_a_streaming_answer_re_renders_only_itself_and_reads_as_the_whole(
     assert blocks == chat.code_blocks == ("first", "echo hi")
 
 
+def test_an_answer_that_looks_like_html_shows_as_text_with_its_figures(
+        make_window: Any) -> None:
+    # a line starting like HTML (PHP, a declaration, a comment) once opened an HTML block
+    # that hid the rest of the answer and its figures
+    chat = make_window().chat
+    answer = "Here:\n<?php echo 1;\n<!doctype x\n<!-- not closed\nEnd."
+    chat.messages = [Message(1, "user", "php?"), Message(2, "assistant", answer, TIMINGS,
+                                                         "stop")]
+    for show in (chat._render, chat._render_streaming):
+        show()
+        text = chat.transcript_text()
+        assert "<?php echo 1;" in text and "<!-- not closed" in text and "End." in text
+        assert "end-to-end" in text
+
+
 def test_a_plan_that_does_not_fit_cannot_be_loaded(make_window: Any, sparse_70b: Path,
                                                    qtbot: Any) -> None:
     from app.plan_view import plan_document
