@@ -25,7 +25,7 @@ from engine.embedder import Embedder, EmbeddingResult
 from engine.errors import EngineClosedError, QueueFullError
 from engine.server.errors import ApiError, bad
 from engine.server.generation import GenContext
-from engine.server.openai_schema import ServedModel
+from engine.server.openai_schema import ServedModel, check_model
 from engine.server.state import RETRY_AFTER_S, EngineLike
 from engine.server.tokenize_api import check_encodable, tokenizer_of
 
@@ -71,14 +71,7 @@ def parse_embedding_request(body: Any, served: ServedModel,
     """
     if not isinstance(body, Mapping):
         raise bad("the request body must be a JSON object", None, "invalid_type")
-    name = body.get("model")
-    if name is None:
-        raise bad("'model' is required", "model", "missing_required_parameter")
-    if not isinstance(name, str):
-        raise bad("'model' must be a string", "model", "invalid_type")
-    if not served.accepts(name):
-        raise ApiError(404, f"the model '{name}' does not exist; this server serves "
-                            f"'{served.id}'", param="model", code="model_not_found")
+    check_model(body, served)
     fmt = body.get("encoding_format", "float")
     if fmt is None:
         fmt = "float"

@@ -127,7 +127,8 @@ def _integer(body: Mapping[str, Any], name: str, lo: int, hi: int | None = None)
     return int(value)
 
 
-def _boolean(body: Mapping[str, Any], name: str, default: bool = False) -> bool:
+def boolean(body: Mapping[str, Any], name: str, default: bool = False) -> bool:
+    """``body[name]`` as a bool (absent or null: ``default``), else a 400 naming it."""
     value = body.get(name)
     if value is None:
         return default
@@ -136,7 +137,8 @@ def _boolean(body: Mapping[str, Any], name: str, default: bool = False) -> bool:
     return value
 
 
-def _check_model(body: Mapping[str, Any], model: ServedModel) -> None:
+def check_model(body: Mapping[str, Any], model: ServedModel) -> None:
+    """The body's ``model`` names ``model`` (one of its names), else a 400 or 404."""
     name = body.get("model")
     if name is None:
         raise bad("'model' is required", "model", "missing_required_parameter")
@@ -170,7 +172,7 @@ def _unsupported(body: Mapping[str, Any]) -> None:
 
 def _chat_logprobs(body: Mapping[str, Any]) -> dict[str, Any]:
     """``logprobs: true`` and ``top_logprobs: 0..20`` of a chat request."""
-    asked = _boolean(body, "logprobs")
+    asked = boolean(body, "logprobs")
     top = _integer(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
     if top is not None and not asked:
         raise bad("'top_logprobs' needs 'logprobs': true", "top_logprobs")
@@ -460,7 +462,7 @@ def parse_chat(body: Any, model: ServedModel,
         ApiError: the body is not a valid request for this server (4xx).
     """
     body = rm.check_body(body, rm.CHAT_FIELDS, limits)
-    _check_model(body, model)
+    check_model(body, model)
     _unsupported(body)
     images: list[bytes] = []
     messages = _messages(body, images, limits.images)
@@ -468,7 +470,7 @@ def parse_chat(body: Any, model: ServedModel,
         raise bad(f"this model cannot take images: {model.vision_refusal}", "messages",
                   "images_not_supported")
     tools, choice = _tools(body)
-    stream = _boolean(body, "stream")
+    stream = boolean(body, "stream")
     grammar = _response_format_grammar(body, limits)
     template_tools: tuple[Mapping[str, Any], ...] | None = None
     if tools and choice != "none":
@@ -495,7 +497,7 @@ def parse_chat(body: Any, model: ServedModel,
     if stream_options is not None:
         if not isinstance(stream_options, Mapping):
             raise bad("'stream_options' must be an object", "stream_options", "invalid_type")
-        include_usage = _boolean(stream_options, "include_usage")
+        include_usage = boolean(stream_options, "include_usage")
     params = _sampling(body, model, grammar, limits, _chat_logprobs(body))
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params,
                                    images=tuple(images))
@@ -531,7 +533,7 @@ def parse_completion(body: Any, model: ServedModel,
         ApiError: the body is not a valid request for this server (4xx).
     """
     body = rm.check_body(body, rm.COMPLETION_FIELDS, limits)
-    _check_model(body, model)
+    check_model(body, model)
     _unsupported(body)
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
@@ -542,11 +544,11 @@ def parse_completion(body: Any, model: ServedModel,
     if token_ids is None and not isinstance(prompt, str):
         raise bad("'prompt' must be a string or a list of token ids (one prompt per "
                   "request)", "prompt", "invalid_type")
-    stream = _boolean(body, "stream")
-    echo = _boolean(body, "echo")
+    stream = boolean(body, "stream")
+    echo = boolean(body, "echo")
     stream_options = body.get("stream_options")
     include_usage = isinstance(stream_options, Mapping) and \
-        _boolean(stream_options, "include_usage")
+        boolean(stream_options, "include_usage")
     if body.get("max_tokens") == 0 and not (echo and body.get("logprobs") is not None):
         raise bad("'max_tokens': 0 is only for scoring a prompt: send it with 'echo': true "
                   "and 'logprobs'", "max_tokens")

@@ -22,6 +22,7 @@ from starlette.routing import Route
 from engine.native.model import llama
 from engine.server.errors import ApiError, bad
 from engine.server.generation import GenContext
+from engine.server.openai_schema import boolean
 
 ReadJson = Callable[[Request], Awaitable[Any]]
 
@@ -74,15 +75,6 @@ def check_encodable(text: str, what: str, param: str) -> None:
                   "Unicode", param, "invalid_text") from exc
 
 
-def _flag(body: Mapping[str, Any], name: str) -> bool:
-    value = body.get(name, False)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise bad(f"'{name}' must be true or false", name, "invalid_type")
-    return value
-
-
 def parse_tokenize(body: Any, limits: TokenizeLimits) -> tuple[str, bool, bool]:
     """``(content, add_special, with_pieces)`` of a checked ``/tokenize`` body."""
     if not isinstance(body, Mapping):
@@ -96,7 +88,7 @@ def parse_tokenize(body: Any, limits: TokenizeLimits) -> tuple[str, bool, bool]:
         raise bad(f"'content' is {len(content)} characters long; at most "
                   f"{limits.max_content_chars}", "content", "input_too_long")
     check_encodable(content, "'content'", "content")
-    return content, _flag(body, "add_special"), _flag(body, "with_pieces")
+    return content, boolean(body, "add_special"), boolean(body, "with_pieces")
 
 
 def parse_detokenize(body: Any, n_vocab: int, limits: TokenizeLimits) -> list[int]:
