@@ -15,6 +15,7 @@ import queue
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,6 +136,18 @@ class ServerProcess:
                 self.proc.kill()
                 self.proc.wait(timeout=15)
         return self.proc.returncode
+
+
+def post(server: ServerProcess, path: str, doc: Any) -> tuple[int, Any]:
+    """POST ``doc`` (JSON, or raw bytes) to ``server``: the status and the JSON answer."""
+    body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    req = urllib.request.Request(server.url + path, data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
 
 
 @pytest.fixture(name="server", scope="session")

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.engine.server_fixtures import ServerProcess
+from tests.engine.server_fixtures import ServerProcess, post
 from tests.helpers.gguf_bert import BertShape, write_bert
 from tests.helpers.gguf_factory import Shape, write_llama
 
@@ -70,17 +68,6 @@ def bert_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 def bert_client(bert_server: ServerProcess) -> Any:
     return openai.OpenAI(base_url=bert_server.base_url, api_key="none", max_retries=0,
                          timeout=60)
-
-
-def post(server: ServerProcess, path: str, doc: Any) -> tuple[int, Any]:
-    body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
-    req = urllib.request.Request(server.url + path, data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
 
 
 def vectors(client: Any, model: str, inputs: Any) -> np.ndarray:

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,23 +14,13 @@ import pytest
 from tests.engine.server_fixtures import (  # noqa: F401
     ServerProcess,
     client_fixture,
+    post,
     server_fixture,
 )
 
 pytestmark = pytest.mark.slow
 
 TEXT = "Hello, world! Ünïcödé → 数学 and code: def f(x): return x**2"
-
-
-def post(server: ServerProcess, path: str, doc: Any) -> tuple[int, Any]:
-    body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
-    req = urllib.request.Request(server.url + path, data=body, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
 
 
 def test_tokenize_then_detokenize_gives_the_text_back(server: ServerProcess) -> None:
