@@ -16,6 +16,7 @@ import pytest
 from engine.hub.verification import verification_of
 from tests.app import test_wizard as wizard_tests
 from tests.app.test_wizard import DEMO_FILE, _to_choices, _to_download, small_rig
+from tests.engine.hub_fixtures import use_hub
 from tests.helpers.hostile_hub import HostileHub
 from tests.helpers.hub_server import sha256_of
 
@@ -26,12 +27,8 @@ demo_sha256 = wizard_tests.demo_sha256    # hostile hub below
 @pytest.fixture(name="hub")
 def hostile_hub_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileHub]:
     """The hostile hub as ``HF_ENDPOINT``, serving files it gives no hash for."""
-    from huggingface_hub import constants
-
     server = HostileHub().start()
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    use_hub(monkeypatch, server.url)
     try:
         yield server
     finally:

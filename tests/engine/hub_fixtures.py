@@ -9,15 +9,19 @@ import pytest
 from tests.helpers.hub_server import HubServer
 
 
+def use_hub(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Point the hub client at ``url`` (``HF_ENDPOINT``) with offline mode off."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
 @pytest.fixture(name="hub")
 def hub_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     """A started local hub; ``HF_ENDPOINT`` points at it and offline mode is off."""
-    from huggingface_hub import constants
-
     server = HubServer().start()
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    use_hub(monkeypatch, server.url)
     try:
         yield server
     finally:

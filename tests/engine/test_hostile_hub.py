@@ -27,6 +27,7 @@ from engine.hub.hub_ids import safe_repo_path, sha256_or_none
 from engine.hub.verification import verification_of
 from engine.paths import paths
 from loadout.cli import main
+from tests.engine.hub_fixtures import use_hub
 from tests.helpers.hostile_hub import HostileHub
 
 REPO = "someone/Hostile-GGUF"
@@ -43,13 +44,9 @@ def payload_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(name="hub")
 def hub_fixture(monkeypatch: pytest.MonkeyPatch, payload: Path) -> Iterator[HostileHub]:
-    from huggingface_hub import constants
-
     server = HostileHub().start()
     server.add_file(REPO, NAME, payload)
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    use_hub(monkeypatch, server.url)
     monkeypatch.setenv("HF_HUB_CACHE", str(paths().cache / "hub"))
     try:
         yield server

@@ -18,6 +18,7 @@ from engine.hub.catalog import Catalog, load_catalog
 from engine.hub.recommend import Fit, Recommendations, fit_badge, recommend
 from loadout.cli import main
 from planner.inventory import Inventory
+from tests.engine.hub_fixtures import use_hub
 from tests.helpers.gguf_factory import Shape, write_llama, write_qwen3moe
 from tests.helpers.hub_server import HubServer
 
@@ -118,12 +119,8 @@ def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HubServer
 
 @pytest.fixture
 def catalog(market: tuple[HubServer, Path], monkeypatch: pytest.MonkeyPatch) -> Catalog:
-    from huggingface_hub import constants
-
     server, path = market
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    use_hub(monkeypatch, server.url)
     return load_catalog(path=path)
 
 
