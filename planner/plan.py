@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
-from typing import Any
 
 from planner.advice import advise, find_bottleneck
 from planner.attention import choose_flash
@@ -26,6 +25,7 @@ from planner.plan_types import (
     Advice,
     Bottleneck,
     DeviceUse,
+    EngineParams,
     MachineCorrection,
     Note,
     Plan,
@@ -77,7 +77,7 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
         the_plan = calibrate(inventory, profile, the_plan, request.machine_runs)
     # what the engine records each finished request with (engine/run_records.py)
     features = json.dumps(run_features(inventory, profile, the_plan), separators=(",", ":"))
-    return replace(the_plan, engine={**the_plan.engine, "run_features": features})
+    return replace(the_plan, engine=replace(the_plan.engine, run_features=features))
 
 
 def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_check: bool,
@@ -390,15 +390,15 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
     return plan_
 
 
-def _with_spec(params: dict[str, Any], spec: SpecOutcome, request: Request) -> dict[str, Any]:
+def _with_spec(params: EngineParams, spec: SpecOutcome, request: Request) -> EngineParams:
     """The engine parameters with the speculation the plan chose (mode, draft length, the
     draft model and where it runs: beside the target's main device)."""
     if spec.mode == SpecMode.OFF:
         return params
-    out = dict(params, spec_mode=spec.mode.value, draft_tokens=spec.draft_tokens)
+    out = replace(params, spec_mode=spec.mode, draft_tokens=spec.draft_tokens)
     if spec.mode in DRAFTERS and request.draft_path:
-        out["draft_model_path"] = request.draft_path
-        out["draft_n_gpu_layers"] = -1 if params.get("n_gpu_layers") else 0
+        out = replace(out, draft_model_path=request.draft_path,
+                      draft_n_gpu_layers=-1 if params.n_gpu_layers else 0)
     return out
 
 
@@ -415,5 +415,5 @@ def _price_override(inventory: Inventory, profile: ModelProfile, request: Reques
     return replace(pinned, warnings=pinned.warnings + tuple(extra))
 
 
-__all__ = ["DISK", "NO_SPEC", "SCHEMA", "Advice", "Bottleneck", "DeviceUse", "MachineCorrection",
-           "Note", "Plan", "Spill", "plan"]
+__all__ = ["DISK", "NO_SPEC", "SCHEMA", "Advice", "Bottleneck", "DeviceUse", "EngineParams",
+           "MachineCorrection", "Note", "Plan", "Spill", "plan"]

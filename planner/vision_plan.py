@@ -54,11 +54,11 @@ def plan_with_projector(inventory: Inventory, profile: ModelProfile, request: Re
         use = replace(use, encode_s=use.encode_s * raw.prefill_tps
                       / second.predicted.prefill_tps)
     devices = tuple(_with_projector(d, use) for d in second.devices)
-    engine = dict(second.engine, mmproj_offload=use.device != HOST)
+    engine = replace(second.engine, mmproj_offload=use.device != HOST)
     if projector.projector_type in NON_CAUSAL:
         # the text model reads an image's tokens in one micro-batch (Gemma 3)
-        ubatch = max(int(engine.get("n_ubatch", 0)), projector.image_tokens)
-        engine.update(n_ubatch=ubatch, n_batch=max(int(engine.get("n_batch", 0)), ubatch))
+        ubatch = max(engine.n_ubatch, projector.image_tokens)
+        engine = replace(engine, n_ubatch=ubatch, n_batch=max(engine.n_batch, ubatch))
     return replace(second, devices=devices, projector=use, engine=engine)
 
 

@@ -101,7 +101,7 @@ def test_a_projector_not_offloaded_lives_in_host_ram() -> None:
     host = next(d for d in p.devices if d.id == "host")
     assert p.projector is not None and p.projector.device == "host"
     assert host.projector_bytes == p.projector.total_bytes
-    assert p.engine["mmproj_offload"] is False
+    assert p.engine.mmproj_offload is False
 
 
 def test_a_request_with_a_projector_plans_it_through_plan() -> None:
