@@ -470,7 +470,7 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         profile = load_profile(model_path)
         if mmproj_path:
             from engine.gguf_file import load_projector
-            from planner.vision_plan import plan_with_projector
+            from planner.plan import plan_with_projector
 
             the_plan = plan_with_projector(inventory, profile, request,
                                            load_projector(mmproj_path), mmproj_offload)

@@ -32,11 +32,13 @@ from planner.plan_types import (
     Spill,
 )
 from planner.profile import ModelProfile
+from planner.projector import ProjectorProfile
 from planner.request import Priority, Request, Role, SpecMode
 from planner.roles import GpuRole, candidate_roles, with_role
 from planner.speculation import choose_spec, draft_bytes, drafter_device, with_drafter
-from planner.speed import DISK, HOST, NO_SPEC, SpecOutcome, Speed
+from planner.speed import DISK, HOST, NO_SPEC, SpecOutcome, Speed, spec_decode_tps
 from planner.trials import N_UBATCH_SPILLED, Context, Trial, exact, trial
+from planner.vision_plan import projector_room, with_projector
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +67,9 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
         The :class:`Plan`, with ``fits`` False and reason codes when it cannot run; its
         prediction corrected by ``request.machine_runs`` when there are any (the raw one
         kept in ``raw_predicted``). With ``request.projector``, the projector's memory is
-        held back first (:func:`planner.vision_plan.plan_with_projector`).
+        held back first (:func:`plan_with_projector`).
     """
     if request.projector is not None:
-        from planner.vision_plan import plan_with_projector
-
         return plan_with_projector(inventory, profile, replace(request, projector=None),
                                    request.projector, request.projector_offload)
     the_plan = _plan(inventory, profile, request, exact_check=True, like=None)
@@ -78,6 +78,17 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     # what the engine records each finished request with (engine/run_records.py)
     features = json.dumps(run_features(inventory, profile, the_plan), separators=(",", ":"))
     return replace(the_plan, engine=replace(the_plan.engine, run_features=features))
+
+
+def plan_with_projector(inventory: Inventory, profile: ModelProfile, request: Request,
+                        projector: ProjectorProfile, offload: bool = True) -> Plan:
+    """The plan of ``profile`` with ``projector`` beside it (on the main GPU when
+    ``offload`` and the plan has one, else in host RAM): the model is planned once to
+    learn the main GPU, then again in what the projector leaves
+    (:mod:`planner.vision_plan`)."""
+    first = plan(inventory, profile, request)
+    use, less = projector_room(inventory, first, projector, offload)
+    return with_projector(plan(less, profile, request), use, projector)
 
 
 def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_check: bool,
@@ -151,8 +162,7 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
     remote_decisions, remote_warnings = _remote_notes(ctx, best)
     decisions += remote_decisions
     warnings += remote_warnings
-    speed = replace(best.speed, decode_tps=best.speed.decode_tps * spec.tokens_per_step
-                    / spec.step_cost, spec=spec)
+    speed = replace(best.speed, decode_tps=spec_decode_tps(best.speed.token_s, spec), spec=spec)
     return _assemble(ctx, best, speed, decisions, warnings, exact_check)
 
 
@@ -416,4 +426,4 @@ def _price_override(inventory: Inventory, profile: ModelProfile, request: Reques
 
 
 __all__ = ["DISK", "NO_SPEC", "SCHEMA", "Advice", "Bottleneck", "DeviceUse", "EngineParams",
-           "MachineCorrection", "Note", "Plan", "Spill", "plan"]
+           "MachineCorrection", "Note", "Plan", "Spill", "plan", "plan_with_projector"]

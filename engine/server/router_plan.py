@@ -9,11 +9,10 @@ from pathlib import Path
 
 from engine.launch import LaunchSpec, spec_of_plan
 from planner.inventory import Inventory
-from planner.plan import Plan, plan
+from planner.plan import Plan, plan, plan_with_projector
 from planner.profile import ModelProfile
 from planner.request import Request
 from planner.residency import Resident, inventory_left
-from planner.vision_plan import plan_with_projector
 
 log = logging.getLogger(__name__)
 

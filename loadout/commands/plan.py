@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     profiles = [_profile(m) for m in args.model]
     projector = _projector(args)
     if projector is not None:
-        from planner.vision_plan import plan_with_projector
+        from planner.plan import plan_with_projector
 
         offload = not getattr(args, "no_mmproj_offload", False)
         plans = [plan_with_projector(inventory, p, request, projector, offload)
