@@ -13,19 +13,16 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from app import services
-from app.engine_launch import GIB, Binding, launch_spec_from_plan, safer_spec
+from app.engine_launch import Binding, launch_spec_from_plan
 from app.engine_process import EngineProcess
 from app.plan_jobs import run_plan, with_gpu_reserve
 from app.state import AppState
 from app.workers import Job, WorkerRunner
-from engine.launch import LaunchSpec, gpu_out_of_memory_in_log, shrink_after_out_of_memory
+from engine.launch import LaunchSpec, ReplanLadder, safer_spec
 from engine.rpc import worker_lost
 from planner.request import Request
 
 log = logging.getLogger(__name__)
-
-GPU_RESERVE_STEP = GIB       # more kept free on every GPU per retry
-HOST_RESERVE_STEP = 2 * GIB  # more kept free in RAM per retry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +66,7 @@ class EngineControl(QObject):
         self.engine.sig_engine_died.connect(self._on_engine_died)
         self.attempt = 0
         self.retry_plan: Any = None
+        self._ladder = ReplanLadder()
         self._loaded: _Loaded | None = None
         self._death_log = ""
 
@@ -89,6 +87,8 @@ class EngineControl(QObject):
         self.attempt = 0
         self.retry_plan = None
         self._death_log = ""
+        self._ladder = ReplanLadder()
+        self._ladder.loading(spec, self._state.plan)
         self.engine.load(spec, self._binding())
 
     def reload(self) -> bool:
@@ -101,33 +101,40 @@ class EngineControl(QObject):
         return True
 
     def retry_safer(self) -> bool:
-        """Load again with a safer plan: larger reserves and fewer GPU layers.
+        """Load again after the engine died, one rung down the out-of-memory ladder
+        (:class:`engine.launch.ReplanLadder`, the CLI's too): with the request and model
+        the engine was planned from, the planner plans again with what ran out given less
+        (the GPU the log names, else the host reserve; an engine killed without a word
+        also gets fewer GPU layers), and the spec holds smaller batches than the one that
+        died. Without them, the spec itself is made safer (:func:`safer_spec`).
 
-        With the request and model the engine was planned from, the planner plans again
-        with the reserves raised (its plan prices and checks the result); the spec then
-        also holds fewer GPU layers and smaller batches than the one that died.
+        Returns:
+            False when nothing was loaded yet, or the ladder is at its end (the failure
+            is reported again instead).
         """
         spec, loaded = self.engine.spec, self._loaded
         if spec is None or loaded is None:
             return False
-        self.attempt += 1
+        ladder = self._ladder
+        if ladder.exhausted:
+            log.warning("no safer retry left after %d loads", ladder.attempt + 1)
+            self.sig_engine_failed.emit(self._death_log, self.engine.exit_code, ())
+            return False
+        log.info("%s", ladder.failed(self._death_log))
+        self.attempt = ladder.attempt
         n_layers = int(getattr(loaded.profile, "n_layers", 0) or 0)
-        safer = safer_spec(spec, n_layers, 1)
         machine = self._state.machine()
         binding = self.engine.binding
+
+        def unplanned(_exc: object = None) -> None:
+            self._start_retry(safer_spec(spec, n_layers, 1), binding)
+
         if loaded.request is None or loaded.profile is None or machine is None:
-            self._start_retry(safer, binding)
+            unplanned()
             return True
-        gpu_reserve = self._state.settings.gpu_reserve_bytes + GPU_RESERVE_STEP * self.attempt
-        failed_plan = self.retry_plan or self._state.plan
-        if gpu_out_of_memory_in_log(self._death_log) and failed_plan is not None:
-            # a GPU ran out: it is given half of what the failed plan put there
-            machine = shrink_after_out_of_memory(machine, failed_plan)
-        inventory = with_gpu_reserve(machine, gpu_reserve)
-        request = dataclasses.replace(
-            loaded.request, n_gpu_layers=safer.n_gpu_layers, advise=False,
-            host_reserve_bytes=loaded.request.host_reserve_bytes
-            + HOST_RESERVE_STEP * self.attempt)
+        inventory = with_gpu_reserve(ladder.inventory(machine),
+                                     self._state.settings.gpu_reserve_bytes)
+        request = ladder.request(loaded.request, n_layers)
         profile, path = loaded.profile, loaded.path
 
         def replan(_job: Job) -> Any:
@@ -135,15 +142,9 @@ class EngineControl(QObject):
 
         def planned(plan: Any) -> None:
             self.retry_plan = plan
-            planned_spec = launch_spec_from_plan(path, plan)
-            self._start_retry(dataclasses.replace(
-                planned_spec, n_gpu_layers=min(planned_spec.n_gpu_layers, safer.n_gpu_layers)
-                if planned_spec.n_gpu_layers >= 0 else safer.n_gpu_layers,
-                n_batch=min(planned_spec.n_batch, safer.n_batch),
-                n_ubatch=min(planned_spec.n_ubatch, safer.n_ubatch)), binding)
+            self._start_retry(ladder.spec(launch_spec_from_plan(path, plan)), binding, plan)
 
-        self._runner.submit("safer-plan", replan, planned,
-                            on_failed=lambda _exc: self._start_retry(safer, binding))
+        self._runner.submit("safer-plan", replan, planned, on_failed=unplanned)
         return True
 
     def set_library(self, on: bool) -> None:
@@ -192,9 +193,10 @@ class EngineControl(QObject):
             lambda gone: self.sig_engine_failed.emit(log_text, code, gone or suspects),
             on_failed=lambda _exc: self.sig_engine_failed.emit(log_text, code, suspects))
 
-    def _start_retry(self, spec: LaunchSpec, binding: Binding) -> None:
+    def _start_retry(self, spec: LaunchSpec, binding: Binding, plan: Any = None) -> None:
         log.info("retrying with a safer plan: %d GPU layers, batch %d, context %d",
                  spec.n_gpu_layers, spec.n_batch, spec.n_ctx)
+        self._ladder.loading(spec, plan)
         self.engine.load(spec, binding)
 
     def unload(self) -> None:

@@ -14,7 +14,6 @@ nothing else, loopback included. The switch flips that at run time (no restart).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import secrets
 import socket
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.launch import LaunchSpec, spec_of_plan, write_spec_file
+from engine.launch import safer_spec as safer_spec  # where the app found it before
 from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
 from planner.plan_types import Plan
 
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
 ANY_ADDRESS = "0.0.0.0"
 KEY_PREFIX = "sk-loadout-"
-GIB = 1 << 30
 
 
 class KeyRequiredError(ValueError):
@@ -110,20 +109,6 @@ def launch_spec_from_plan(model_path: Path, plan: object) -> LaunchSpec:
     if isinstance(plan, Mapping):
         return LaunchSpec.from_plan_engine(str(model_path), plan.get("engine") or {})
     raise TypeError(f"not a plan: {type(plan).__name__}")
-
-
-def safer_spec(spec: LaunchSpec, n_layers: int, attempt: int = 1) -> LaunchSpec:
-    """A spec less likely to run out of memory than ``spec``: a quarter fewer GPU layers
-    per attempt (so more memory stays free on the GPU), halved batches (smaller compute
-    buffers). ``n_layers`` is the model's block count."""
-    all_layers = n_layers + 1  # llama.cpp counts the output layer too
-    current = all_layers if spec.n_gpu_layers < 0 else min(spec.n_gpu_layers, all_layers)
-    fewer = max(0, int(current * (0.75 ** attempt)))
-    if current > 0 and fewer >= current:
-        fewer = current - 1
-    ubatch = max(64, spec.n_ubatch // 2)
-    return dataclasses.replace(spec, n_gpu_layers=fewer, n_ubatch=ubatch,
-                               n_batch=max(ubatch, spec.n_batch // 2))
 
 
 def write_spec(spec: LaunchSpec, folder: Path) -> Path:

@@ -26,7 +26,9 @@ from typing import Any, TypeVar
 from engine.speculative import SPEC_MODES
 from planner.engine_params import expert_override
 from planner.ggml_types import KvType
+from planner.inventory import Inventory
 from planner.plan_types import EngineParams, Plan, SplitMode
+from planner.request import Request
 
 log = logging.getLogger(__name__)
 
@@ -339,9 +341,11 @@ def gpu_out_of_memory(exc: BaseException) -> str:
     """The GPU device (llama.cpp's name, ``CUDA0``, ``Vulkan0`` ...) an out-of-memory error
     names, or "" when it is host memory or not said."""
     device = str(getattr(exc, "device", "") or "")
-    if not device or device.upper().startswith("CPU") or device.endswith("_Host"):
-        return ""
-    return device
+    return "" if _is_host(device) else device
+
+
+def _is_host(device: str) -> bool:
+    return not device or device.upper().startswith("CPU") or device.endswith("_Host")
 
 
 _OOM_DEVICE = re.compile(r"failed to allocate (\S+) buffer|out of memory on ([^\s:,]+)")
@@ -353,37 +357,148 @@ def gpu_out_of_memory_in_log(text: str) -> str:
     log instead of catching its error)."""
     found = [str(a or b) for a, b in _OOM_DEVICE.findall(text)]
     for device in reversed(found):
-        if not (device.upper().startswith("CPU") or device.endswith("_Host")):
+        if not _is_host(device):
             return device
     return ""
 
 
+def out_of_memory_cause(failure: BaseException | str) -> str:
+    """What ran out, from a load's error or a dead engine's log: a GPU's llama.cpp name,
+    ``"CPU"`` for host memory, or "" when it is not said (a killed engine)."""
+    if isinstance(failure, str):
+        gpu = gpu_out_of_memory_in_log(failure)
+        return gpu or ("CPU" if _OOM_DEVICE.search(failure) else "")
+    device = str(getattr(failure, "device", "") or "")
+    return "CPU" if device and _is_host(device) else device
+
+
+HOST_RESERVE_STEP = 2 * 1024**3   # more RAM kept free per host failure
+RESERVE_STEP_BYTES = HOST_RESERVE_STEP
+MAX_LOAD_ATTEMPTS = 3             # the first load and two re-plans
+MIN_UBATCH = 64
+
+
+def safer_request(request: Request, attempt: int, gpu_layers: int | None = None) -> Request:
+    """The Request to re-plan with on attempt ``attempt`` of :class:`ReplanLadder` (0: the
+    request as asked): the host reserve larger by ``attempt`` x 2 GiB and, when
+    ``gpu_layers`` is given, that many GPU layers pinned (fewer than the failed load's)."""
+    out = replace(request, advise=False,
+                  host_reserve_bytes=request.host_reserve_bytes + attempt * HOST_RESERVE_STEP)
+    return out if gpu_layers is None else replace(out, n_gpu_layers=gpu_layers)
+
+
+def safer_spec(spec: LaunchSpec, n_layers: int, attempt: int = 1) -> LaunchSpec:
+    """A spec less likely to run out of memory than ``spec``, for when there is no plan
+    to re-make: a quarter fewer GPU layers per attempt (so more memory stays free on the
+    GPU), halved batches (smaller compute buffers). ``n_layers`` is the model's block
+    count."""
+    ubatch, batch = _halved_batches(spec)
+    return replace(spec, n_gpu_layers=fewer_gpu_layers(spec.n_gpu_layers, n_layers, attempt),
+                   n_ubatch=ubatch, n_batch=batch)
+
+
+def fewer_gpu_layers(gpu_layers: int, n_layers: int, attempt: int = 1) -> int:
+    """A quarter fewer than ``gpu_layers`` (-1: all ``n_layers`` + the output) per attempt,
+    at least one fewer while there are any."""
+    all_layers = n_layers + 1  # llama.cpp counts the output layer too
+    current = all_layers if gpu_layers < 0 else min(gpu_layers, all_layers)
+    fewer = max(0, int(current * (0.75 ** attempt)))
+    if current > 0 and fewer >= current:
+        fewer = current - 1
+    return fewer
+
+
+def _halved_batches(spec: LaunchSpec) -> tuple[int, int]:
+    """(n_ubatch, n_batch) half of ``spec``'s (a micro-batch of at least 64)."""
+    ubatch = max(MIN_UBATCH, spec.n_ubatch // 2)
+    return ubatch, max(ubatch, spec.n_batch // 2)
+
+
 class ReplanLadder:
-    """What the next re-plan after an out-of-memory load changes: a GPU that ran out gets
-    half of what the failed plan put there (:func:`shrink_after_out_of_memory`); host
-    memory that ran out grows the host reserve (``plan_launch(attempt=...)``)."""
+    """The one out-of-memory ladder: what the next load changes after one ran out of
+    memory. The CLI (``chat``, ``bench``, ``serve``) and the app follow it alike.
 
-    def __init__(self) -> None:
-        self.host_attempt = 0
-        self.failed_gpu_plans: list[Mapping[str, Any]] = []
-        self.last_plan: Mapping[str, Any] | None = None
+    Each failure is read for what ran out (:func:`out_of_memory_cause`) and the model is
+    planned again, so the planner places and prices the result:
 
-    def failed(self, exc: Exception) -> str:
-        """Record a failure of the last planned load; returns a line saying what changes."""
-        device = gpu_out_of_memory(exc)
-        if device and self.last_plan is not None:
+    * a GPU named: that GPU is given half of what the failed plan put there
+      (:func:`shrink_after_out_of_memory`): it held less than it reported;
+    * host memory named: the host reserve grows by 2 GiB per such failure
+      (:func:`safer_request`);
+    * nothing named (an engine killed by the system): both the host reserve grows and a
+      quarter fewer GPU layers than the failed load are pinned (:func:`fewer_gpu_layers`).
+
+    On every retry the re-planned spec's batches are also at most half the failed load's
+    (smaller compute buffers on every device; :meth:`spec`). Bounded: at most
+    ``max_attempts`` loads in all (:attr:`exhausted`); then the last error stands.
+    """
+
+    def __init__(self, max_attempts: int = MAX_LOAD_ATTEMPTS) -> None:
+        self.max_attempts = max(1, max_attempts)
+        self.attempt = 0          # failures recorded
+        self.host_attempt = 0     # of them, host memory (or not said)
+        self.layer_cuts = 0       # of them, not said: GPU layers cut
+        self.gpu_layers: int | None = None        # the GPU layers pinned since a cut
+        self._cut = False
+        self.failed_gpu_plans: list[Any] = []
+        self.last_plan: Any = None                 # the Plan (or its JSON) being loaded
+        self.last_spec: LaunchSpec | None = None   # and its spec
+
+    def loading(self, spec: LaunchSpec, plan: Any = None) -> None:
+        """Record what is being loaded (what the next failure is a failure of)."""
+        self.last_spec, self.last_plan = spec, plan
+
+    @property
+    def exhausted(self) -> bool:
+        """True when no further load is allowed."""
+        return self.attempt + 1 >= self.max_attempts
+
+    def failed(self, failure: BaseException | str) -> str:
+        """Record a failure of the last load (its error, or a dead engine's log); returns
+        a line saying what the next plan changes."""
+        self.attempt += 1
+        cause = out_of_memory_cause(failure)
+        if cause and cause != "CPU" and self.last_plan is not None:
             self.failed_gpu_plans.append(self.last_plan)
-            return f"out of memory on {device}; re-planned with less on that device"
+            return f"out of memory on {cause}; re-planned with less on that device"
         self.host_attempt += 1
-        return "out of memory; re-planned with a larger host reserve"
+        if cause:
+            return "out of memory; re-planned with a larger host reserve"
+        self.layer_cuts += 1
+        self._cut = True
+        return "the engine stopped; re-planned with a larger host reserve and fewer GPU layers"
+
+    def request(self, request: Request, n_layers: int = 0) -> Request:
+        """The Request to plan the next load with (``n_layers``: the model's blocks); a
+        cut in GPU layers, once made, stays pinned on the rungs after it."""
+        if self._cut and self.last_spec is not None and self.last_spec.n_gpu_layers:
+            self.gpu_layers = fewer_gpu_layers(self.last_spec.n_gpu_layers, n_layers, 1)
+        self._cut = False
+        return safer_request(request, self.host_attempt, self.gpu_layers)
+
+    def inventory(self, inventory: Inventory) -> Inventory:
+        """The machine to plan the next load on: each GPU that ran out shrunk."""
+        for failed in self.failed_gpu_plans:
+            inventory = shrink_after_out_of_memory(inventory, failed)
+        return inventory
+
+    def spec(self, planned: LaunchSpec) -> LaunchSpec:
+        """The re-planned spec, with batches at most half the failed load's."""
+        if not self.attempt or self.last_spec is None:
+            return planned
+        half_ubatch, half_batch = _halved_batches(self.last_spec)
+        ubatch = min(planned.n_ubatch, half_ubatch)
+        return replace(planned, n_ubatch=ubatch,
+                       n_batch=max(ubatch, min(planned.n_batch, half_batch)))
 
 
-def shrink_after_out_of_memory(inventory: Any, failed_plan: Any) -> Any:
+def shrink_after_out_of_memory(inventory: Inventory, failed_plan: Plan | Mapping[str, Any]
+                               ) -> Inventory:
     """The inventory to re-plan with after ``failed_plan`` (a Plan, or its JSON) ran out of
     memory on a GPU:
     each local GPU it used is given half of what that plan put there (plus the planner's
     reserve), since the device held less than it reported. A larger host reserve alone
-    (``plan_launch(attempt=...)``) never moves anything off a GPU."""
+    never moves anything off a GPU."""
     from planner.roles import reserve_for
 
     if isinstance(failed_plan, Mapping):  # the plan's JSON (PlannedLaunch.plan)
@@ -415,26 +530,22 @@ class PlannedLaunch:
         return dict(self.plan["predicted"]) if self.plan else None
 
 
-RESERVE_STEP_BYTES = 2 * 1024**3
-
 
 def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                 prompt_tokens: int = 512, n_threads: int | None = None,
                 overrides: Mapping[str, Any] | None = None,
-                attempt: int = 0, depth: int = 0,
-                workers: Sequence[str] = (),
-                failed_gpu_plans: Sequence[Mapping[str, Any]] = (),
+                depth: int = 0, workers: Sequence[str] = (),
+                ladder: ReplanLadder | None = None,
                 mmproj_path: str | None = None,
                 mmproj_offload: bool = True) -> PlannedLaunch:
     """Plan the model on this machine and return the spec of that Plan.
 
     ``overrides`` use the planner's request names (``n_gpu_layers``, ``n_cpu_moe``,
-    ``tensor_split``, ``kv_type``). ``attempt`` > 0 re-plans after an out-of-memory load
-    with a host reserve larger by ``attempt`` x 2 GiB. ``depth``: the tokens already in the
-    cache while decoding, for the prediction. ``workers``: RPC workers (``HOST:PORT``)
-    whose devices the plan may use; unreachable ones are left out, with a note.
-    ``failed_gpu_plans``: plans (JSON) that ran out of memory on a GPU; each shrinks the
-    GPUs it used (:func:`shrink_after_out_of_memory`) before planning. ``mmproj_path``: a
+    ``tensor_split``, ``kv_type``). ``depth``: the tokens already in the cache while
+    decoding, for the prediction. ``workers``: RPC workers (``HOST:PORT``) whose devices
+    the plan may use; unreachable ones are left out, with a note. ``ladder``: after a load
+    ran out of memory, the re-plan its next rung asks for (:class:`ReplanLadder`; the
+    spec is recorded in it as the one being loaded). ``mmproj_path``: a
     vision projector planned beside the model (its memory held back first). When the
     planner is unavailable or fails, a default spec (all layers on the engine's default
     device, f16 KV) is returned with a note.
@@ -445,14 +556,13 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         from engine.gguf_file import load_profile
         from engine.hardware import detect
         from planner.plan import plan
-        from planner.request import Request
 
+        profile = load_profile(model_path)
         request = Request(context=context, parallel=parallel, prompt_tokens=prompt_tokens,
                           depth=depth, advise=False, machine_runs=run_records.samples(),
                           **pins)
-        if attempt:
-            request = replace(request, host_reserve_bytes=request.host_reserve_bytes
-                              + attempt * RESERVE_STEP_BYTES)
+        if ladder is not None:
+            request = ladder.request(request, profile.n_layers)
         inventory = detect(measure=False)
         if n_threads:  # priced with the threads it will run with
             inventory = replace(inventory, host=replace(inventory.host, cores=n_threads))
@@ -465,9 +575,8 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
                     if n.startswith("worker_unreachable:")]
             if left:
                 note = "workers left out of the plan: " + ", ".join(left)
-        for failed in failed_gpu_plans:
-            inventory = shrink_after_out_of_memory(inventory, failed)
-        profile = load_profile(model_path)
+        if ladder is not None:
+            inventory = ladder.inventory(inventory)
         if mmproj_path:
             from engine.gguf_file import load_projector
             from planner.plan import plan_with_projector
@@ -486,6 +595,9 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         if check is not None:
             doc["dry_run"] = check.to_json()
         spec = spec_of_plan(model_path, the_plan, n_threads=n_threads, mmproj_path=mmproj_path)
+        if ladder is not None:
+            spec = ladder.spec(spec)
+            ladder.loading(spec, doc)
         return PlannedLaunch(spec, doc, note=note)
     except Exception as exc:  # the default path must keep working while the planner grows
         log.warning("planning failed (%s: %s); using the default launch", type(exc).__name__,

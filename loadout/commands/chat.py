@@ -54,13 +54,12 @@ def spec_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
-                   attempt: int = 0, depth: int = 0,
-                   failed_gpu_plans: tuple[Any, ...] = ()) -> Any:
+def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512, depth: int = 0,
+                   ladder: Any = None) -> Any:
     """Resolve MODEL and plan it (or the default launch); returns a ``PlannedLaunch``.
 
-    ``attempt`` > 0 re-plans with a larger memory reserve (after an out-of-memory load);
-    ``failed_gpu_plans``: plans that ran out of memory on a GPU, each shrinking it.
+    ``ladder``: after an out-of-memory load, the re-plan it asks for
+    (:class:`engine.launch.ReplanLadder`).
     """
     from engine.launch import PlannedLaunch, plan_launch, unplanned_spec
     from engine.models import resolve_local_model
@@ -77,9 +76,9 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
         launch = PlannedLaunch(spec, None, note="not planned: --no-plan")
     else:
         launch = plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,
-                             n_threads=args.threads, overrides=overrides, attempt=attempt,
-                             depth=depth, workers=worker_list(getattr(args, "workers", None)),
-                             failed_gpu_plans=failed_gpu_plans)
+                             n_threads=args.threads, overrides=overrides, depth=depth,
+                             workers=worker_list(getattr(args, "workers", None)),
+                             ladder=ladder)
     if getattr(args, "no_warmup", False):
         launch = replace(launch, spec=launch.spec.with_changes(warm_up=False))
     return launch
@@ -87,23 +86,22 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
 
 def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,
                   attempts: int = 3, depth: int = 0) -> tuple[Any, Any]:
-    """Plan, load, and on an out-of-memory load re-plan (bounded): with less on the GPU
-    that ran out, or with a larger host reserve when host memory did.
+    """Plan, load, and on an out-of-memory load re-plan as :class:`engine.launch.ReplanLadder`
+    says (bounded by ``attempts``).
 
     Returns the ``(PlannedLaunch, Engine)`` that loaded.
     """
     from engine.launch import ReplanLadder, load_with_replan
 
     launches: list[Any] = []
-    ladder = ReplanLadder()
+    ladder = ReplanLadder(1 if args.no_plan else attempts)
 
     def make_spec(attempt: int) -> Any:
-        launch = planned_launch(args, prompt_tokens, ladder.host_attempt, depth,
-                                failed_gpu_plans=tuple(ladder.failed_gpu_plans))
+        launch = planned_launch(args, prompt_tokens, depth, ladder=ladder)
         if launch.note and not launches:
             print(launch.note, file=sys.stderr)
         launches.append(launch)
-        ladder.last_plan = launch.plan
+        ladder.loading(launch.spec, launch.plan)
         return launch.spec
 
     def failed(exc: Exception) -> None:
@@ -111,8 +109,7 @@ def plan_and_load(args: argparse.Namespace, prompt_tokens: int = 512,
               flush=True)
 
     engine = load_with_replan(make_spec, lambda spec: load_engine(spec),
-                              max_attempts=1 if args.no_plan else attempts,
-                              on_failure=failed)
+                              max_attempts=ladder.max_attempts, on_failure=failed)
     return launches[-1], engine
 
 

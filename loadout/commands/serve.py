@@ -112,7 +112,7 @@ def register(sub: Any) -> None:
                    help=argparse.SUPPRESS)
 
 
-def _planned(args: argparse.Namespace, model_path: Path, failed: Any = ()) -> Any:
+def _planned(args: argparse.Namespace, model_path: Path, ladder: Any = None) -> Any:
     from engine.launch import plan_launch
     from loadout.commands.plan import worker_list
 
@@ -121,29 +121,28 @@ def _planned(args: argparse.Namespace, model_path: Path, failed: Any = ()) -> An
     projector = _projector_path(args, model_path)
     return plan_launch(str(model_path), context=max(64, args.ctx),
                        parallel=max(1, args.parallel), n_threads=args.threads, overrides=pins,
-                       workers=worker_list(args.workers), attempt=failed.host_attempt
-                       if failed else 0,
-                       failed_gpu_plans=tuple(failed.failed_gpu_plans) if failed else (),
+                       workers=worker_list(args.workers), ladder=ladder,
                        mmproj_path=str(projector) if projector else None,
                        mmproj_offload=not args.no_mmproj_offload)
 
 
-def _replan(args: argparse.Namespace, model_path: Path, first: Any) -> Any:
-    """The serve ladder: after an out-of-memory load, a re-plan with less on the GPU that
-    ran out (or a larger host reserve); None when there is no plan to re-make."""
+def _replan(args: argparse.Namespace, model_path: Path, spec: Any, first: Any) -> Any:
+    """After an out-of-memory load, the re-plan :class:`engine.launch.ReplanLadder` asks
+    for; None when there is no plan to re-make."""
     from engine.launch import ReplanLadder
 
     if first is None:
         return None
     ladder = ReplanLadder()
-    ladder.last_plan = first
+    ladder.loading(spec, first)
 
     def replan(exc: Exception) -> Any:
+        if ladder.exhausted:
+            return None
         print(ladder.failed(exc), file=sys.stderr, flush=True)
         launch = _planned(args, model_path, ladder)
         if launch.plan is None:
             return None
-        ladder.last_plan = launch.plan
         spec = launch.spec
         return spec.with_changes(warm_up=False) if args.no_warmup else spec
 
@@ -252,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     app_key = os.environ.pop(APP_KEY_ENV, None) or None
     app_public = os.environ.pop(APP_PUBLIC_ENV, "") == "1"
     limits, conn = _limits(args)
-    options = ServeOptions(spec=spec, replan=_replan(args, path, plan),
+    options = ServeOptions(spec=spec, replan=_replan(args, path, spec, plan),
                            host=args.host, port=args.port,
                            api_key=api_key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,

@@ -75,3 +75,29 @@ def test_the_ladder_shrinks_the_gpu_that_ran_out_and_grows_the_host_reserve_othe
     assert gpu_out_of_memory_in_log("loading m.gguf: out of memory on CUDA1: asked") == "CUDA1"
     assert gpu_out_of_memory_in_log("failed to allocate CPU buffer of size 9") == ""
     assert gpu_out_of_memory_in_log("Vulkan_Host: failed to allocate Vulkan_Host buffer") == ""
+
+
+def test_one_ladder_for_the_cli_and_the_app_is_bounded_and_reads_what_ran_out() -> None:
+    from engine.launch import LaunchSpec, ReplanLadder
+
+    ladder = ReplanLadder(max_attempts=3)
+    ladder.loading(LaunchSpec("/m.gguf", n_gpu_layers=33, n_batch=2048, n_ubatch=512), None)
+    asked = Request(context=4096, advise=True)
+    assert ladder.request(asked, 32).host_reserve_bytes == asked.host_reserve_bytes
+    # an engine killed without a word (the app reads its log): more RAM kept free, fewer
+    # GPU layers pinned, and batches at most half the failed load's
+    said = ladder.failed("llama_model_load: loading tensors\nKilled")
+    assert "fewer GPU layers" in said and not ladder.exhausted
+    safer = ladder.request(asked, 32)
+    assert safer.host_reserve_bytes == asked.host_reserve_bytes + 2 * GIB
+    assert safer.n_gpu_layers == 24 and safer.advise is False and safer.context == 4096
+    spec = ladder.spec(LaunchSpec("/m.gguf", n_gpu_layers=24, n_batch=2048, n_ubatch=512))
+    assert (spec.n_batch, spec.n_ubatch) == (1024, 256)
+    ladder.loading(spec, None)
+    # host memory named (a CLI load's error): the host reserve alone grows again
+    said = ladder.failed("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate CPU "
+                         "buffer of size 9")
+    assert ladder.host_attempt == 2 and ladder.layer_cuts == 1 and ladder.exhausted
+    again = ladder.request(asked, 32)  # the cut stays, not cut again
+    assert again.n_gpu_layers == 24 and again.host_reserve_bytes == asked.host_reserve_bytes \
+        + 4 * GIB
