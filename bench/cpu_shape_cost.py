@@ -73,7 +73,7 @@ def write_models(folder: Path) -> dict[str, Path]:
 
 def load(path: Path, threads: int, depth: int) -> tuple[Any, dict[str, Any]]:
     """The engine of ``path`` as ``loadout bench`` loads it, and its plan's run features."""
-    from engine.launch import plan_launch
+    from engine.planned_launch import plan_launch
     from engine.runtime import Engine
 
     launch = plan_launch(str(path), context=4096, prompt_tokens=depth, n_threads=threads,

@@ -87,8 +87,8 @@ class Loaded:
     recorded so far)."""
 
     def __init__(self, model: str, args: argparse.Namespace) -> None:
-        from engine.launch import plan_launch
         from engine.models import resolve_local_model
+        from engine.planned_launch import plan_launch
         from engine.runtime import Engine
 
         path = str(resolve_local_model(model))

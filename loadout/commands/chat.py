@@ -61,8 +61,9 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512, depth: in
     ``ladder``: after an out-of-memory load, the re-plan it asks for
     (:class:`engine.launch.ReplanLadder`).
     """
-    from engine.launch import PlannedLaunch, plan_launch, unplanned_spec
+    from engine.launch import unplanned_spec
     from engine.models import resolve_local_model
+    from engine.planned_launch import PlannedLaunch, plan_launch
     from loadout.commands.plan import worker_list
 
     path = str(resolve_local_model(args.model))

@@ -113,7 +113,7 @@ def register(sub: Any) -> None:
 
 
 def _planned(args: argparse.Namespace, model_path: Path, ladder: Any = None) -> Any:
-    from engine.launch import plan_launch
+    from engine.planned_launch import plan_launch
     from loadout.commands.plan import worker_list
 
     pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,

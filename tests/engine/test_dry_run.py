@@ -104,7 +104,7 @@ def test_the_dry_run_can_be_turned_off_and_skips_what_is_not_a_file(
 
 
 def test_plan_launch_carries_the_dry_run_verdict(demo_model: Path) -> None:
-    from engine.launch import plan_launch
+    from engine.planned_launch import plan_launch
 
     launch = plan_launch(str(demo_model), context=2048)
     assert launch.plan is not None

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine import run_records
-from engine.launch import LaunchSpec, plan_launch
+from engine.launch import LaunchSpec
+from engine.planned_launch import plan_launch
 from engine.requests import GenerationRequest, SamplingParams
 from engine.runtime import Engine
 
