@@ -474,7 +474,7 @@ def best_draft_length(mode: SpecMode, acceptance: float, token_s: float, draft_s
 def spec_decode_tps(token_s: float, spec: SpecOutcome) -> float:
     """Decode tokens per second with ``spec``: the tokens a verify step yields over what
     the step costs (plain decode with NO_SPEC). The one place the gain is applied."""
-    return spec.tokens_per_step / (token_s * spec.step_cost) if token_s > 0 else 0.0
+    return 1.0 / token_s * spec.tokens_per_step / spec.step_cost if token_s > 0 else 0.0
 
 
 def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], threads: int,
