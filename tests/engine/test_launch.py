@@ -194,3 +194,17 @@ def test_a_plans_spec_reads_back_from_its_file_typed(tmp_path: Path) -> None:
     assert back.tensor_split == p.engine.tensor_split and back.n_threads_batch == 3
     assert read_spec_file(write_spec_file(spec, tmp_path), "/other.gguf").model_path == \
         "/other.gguf"
+
+
+def test_an_unplanned_spec_keeps_experts_on_the_cpu_with_the_planners_regex(
+        moe_gguf: Path) -> None:
+    from engine.launch import unplanned_spec
+    from planner.engine_params import expert_override
+
+    spec = unplanned_spec(str(moe_gguf), 512, 2, 3, {"n_cpu_moe": 2, "kv_type": "Q8_0"})
+    assert spec.tensor_overrides == ((expert_override([0, 1]), "CPU"),)
+    names = [t.name for t in GGUFReader(moe_gguf).tensors]
+    matched = sorted(n for n in names if re.search(spec.tensor_overrides[0][0], n))
+    assert matched == sorted(n for n in names if re.search(EXPERTS, n))
+    assert (spec.n_ctx, spec.n_seq_max, spec.n_threads_batch) == (1024, 2, 3)
+    assert spec.type_k.id == spec.type_v.id == 8
