@@ -150,7 +150,7 @@ def on_this_machine(inventory: Inventory) -> bool:
     for g in local:
         name = device_name(inventory, f"gpu{g.index}")
         dev = devices.get(name)
-        if dev is None or (g.engine_device and g.engine_device != name):
+        if dev is None:  # the name is the GPU's engine_device when it was detected here
             return False
         if g.total_bytes and abs(dev.total_bytes - g.total_bytes) > 0.1 * g.total_bytes:
             return False
