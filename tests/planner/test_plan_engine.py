@@ -73,3 +73,17 @@ def test_engine_params_read_back_from_the_plan_document_are_the_same() -> None:
         doc = p.to_json()["engine"]
         assert EngineParams.from_json(doc) == p.engine
         assert EngineParams.from_json(doc).to_json() == doc
+
+
+def test_devices_are_named_as_the_engine_detected_them() -> None:
+    from dataclasses import replace
+
+    from planner.engine_params import device_name
+
+    inv = rig(RTX_4090, RTX_3060)
+    named = inv.with_gpus(tuple(replace(g, engine_device=f"Vulkan{1 - g.index}")
+                                for g in inv.gpus))
+    assert [device_name(named, d) for d in ("gpu0", "gpu1", "host")] == \
+        ["Vulkan1", "Vulkan0", "CPU"]
+    # an inventory the engine did not detect (a rig file): llama.cpp's numbering per backend
+    assert [device_name(inv, d) for d in ("gpu0", "gpu1")] == ["CUDA0", "CUDA1"]
