@@ -53,7 +53,7 @@ class RecommendOutcome:
     """
 
     task: str
-    result: Any = None               # engine.hub.recommend.Recommendations
+    result: Recommendations | None = None
     problem: Problem | None = None
     detail: str = ""
     downloaded: dict[str, Path] = field(default_factory=dict)
