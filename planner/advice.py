@@ -10,53 +10,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from planner.codes import Code
 from planner.inventory import Inventory
+from planner.plan_types import Advice, Bottleneck, Plan
 from planner.profile import ModelProfile, TensorKind
 from planner.quant import LADDER, NOMINAL_BITS, rescaled, smaller_tier
 from planner.request import Request
 from planner.speed import CONSTANTS, DISK, HOST, core_scale, gpu_of
 
-if TYPE_CHECKING:
-    from planner.plan import Plan
-
 log = logging.getLogger(__name__)
 
 HELPS = 1.10        # a change "helps" when it buys at least 10% decode speed
 MAX_ADVICE = 5
-
-
-@dataclass(frozen=True)
-class Bottleneck:
-    """Which device and which bytes dominate the time per token."""
-
-    kind: Code          # CAPACITY_BOUND / BANDWIDTH_BOUND / COMPUTE_BOUND / ...
-    device: str
-    what: str           # weights | experts | kv | overhead | disk | transfer
-    share: float        # of the time per plain token
-    ms: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "device": self.device, "what": self.what,
-                "share": round(self.share, 3), "ms_per_token": round(self.ms, 3)}
-
-
-@dataclass(frozen=True)
-class Advice:
-    """One what-if: a change, its predicted decode speed, and whether it helps."""
-
-    code: Code
-    decode_tps: float
-    fits: bool
-    helps: bool
-    numbers: tuple[tuple[str, Any], ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code.value, "decode_tps": round(self.decode_tps, 2),
-                "fits": self.fits, "helps": self.helps, **dict(self.numbers)}
 
 
 def find_bottleneck(plan: Plan, inventory: Inventory) -> Bottleneck | None:

@@ -7,14 +7,11 @@ A quantized V cache needs flash attention, and any GPU prefers it: those plans k
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from planner.codes import Code
+from planner.plan_types import Note
 from planner.speed import HOST
 from planner.trials import Context, Trial, trial
-
-if TYPE_CHECKING:
-    from planner.plan import Note
 
 UNQUANTIZED_KV = ("f16", "bf16", "f32")
 REFERENCE_DEPTH = 4096
@@ -32,8 +29,6 @@ def choose_flash(ctx: Context, best: Trial) -> tuple[Trial, Note | None]:
     """``best`` without flash attention when the user asks for that, or when it is the
     faster way to run it and still fits as well (priced with the memory model: the
     attention buffers grow without it)."""
-    from planner.plan import Note  # plan.py imports this module
-
     pinned = ctx.request.flash_attn
     if pinned is not None:
         if pinned or best.kv_type not in UNQUANTIZED_KV:

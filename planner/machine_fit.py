@@ -20,15 +20,13 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planner.inventory import Inventory
+from planner.plan_types import MachineCorrection, Plan
 from planner.profile import ModelProfile
 from planner.request import SpecMode
 from planner.speed import HOST, Speed, gpu_of
-
-if TYPE_CHECKING:
-    from planner.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -54,22 +52,6 @@ class RunSample:
     model: str
     decode_ratio: float | None = None
     prefill_ratio: float | None = None
-
-
-@dataclass(frozen=True)
-class MachineCorrection:
-    """The factors applied to a plan's raw prediction, and what they rest on."""
-
-    decode_factor: float = 1.0
-    prefill_factor: float = 1.0
-    runs: int = 0                 # runs the factors rest on (0: no correction)
-    regime: str = ""
-    scope: str = "none"           # "model", "regime", "backend" or "none"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runs": self.runs, "scope": self.scope, "regime": self.regime,
-                "decode_factor": round(self.decode_factor, 4),
-                "prefill_factor": round(self.prefill_factor, 4)}
 
 
 NO_CORRECTION = MachineCorrection()

@@ -7,21 +7,19 @@ from typing import TYPE_CHECKING
 from planner.codes import Code
 from planner.engine_params import ranges
 from planner.inventory import Inventory
+from planner.plan_types import DeviceUse, Note, Spill
 from planner.profile import ModelProfile, TensorKind
 from planner.quant import bits_of, is_low_bit
 from planner.request import Request, SpecMode, TaskKind
 from planner.speed import CONSTANTS, DISK, HOST, Speed, gpu_of
 
 if TYPE_CHECKING:
-    from planner.plan import DeviceUse, Note, Spill
     from planner.trials import Trial
 
 
 def devices_of(inventory: Inventory, profile: ModelProfile, trial: Trial
                ) -> tuple[DeviceUse, ...]:
     """Per-device memory map (GPUs in index order, then host, then disk)."""
-    from planner.plan import DeviceUse
-
     by_dev = {m.device: m for m in trial.memory}
     placement = trial.layout.placement
     roles = {r.device: r for r in trial.roles}
@@ -66,8 +64,6 @@ def devices_of(inventory: Inventory, profile: ModelProfile, trial: Trial
 
 def spills_of(profile: ModelProfile, trial: Trial, speed: Speed) -> tuple[Spill, ...]:
     """Every move to a slower tier, with its predicted cost per token."""
-    from planner.plan import Spill
-
     placement = trial.layout.placement
     has_gpu = any(d != HOST for d in placement.layer_devices)
     if not has_gpu:
@@ -131,8 +127,6 @@ def reasons_of(profile: ModelProfile, trial: Trial, speed: Speed, min_tps: float
 def warnings_of(profile: ModelProfile, request: Request, best: Trial, speed: Speed
                 ) -> list[Note]:
     """The plan's warnings (codes and numbers)."""
-    from planner.plan import Note
-
     out: list[Note] = []
     bits = round(bits_of(profile), 2)
     if is_low_bit(profile) and request.task in (TaskKind.AGENT, TaskKind.CODE):
@@ -157,8 +151,6 @@ def warnings_of(profile: ModelProfile, request: Request, best: Trial, speed: Spe
 def software_notes(inventory: Inventory, speed: Speed) -> list[Note]:
     """A warning per software device (one computing on the CPU) that holds weights: the
     speed model prices it as a GPU it is not, so the plan's speeds are nominal there."""
-    from planner.plan import Note
-
     out: list[Note] = []
     for d in speed.devices:
         gpu = gpu_of(inventory, d.device)

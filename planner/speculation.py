@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from planner.codes import Code
 from planner.inventory import Inventory
 from planner.memory import DeviceMemory
+from planner.plan_types import Note
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from planner.request import Request, SpecMode, TaskKind
 from planner.speed import (
@@ -36,7 +37,6 @@ from planner.speed import (
 )
 
 if TYPE_CHECKING:
-    from planner.plan import Note
     from planner.trials import Trial
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,6 @@ MAX_PARALLEL = 4         # gains vanish with many slots
 
 
 def _note(code: Code, **numbers: Any) -> Note:
-    from planner.plan import Note
-
     return Note(code, tuple(numbers.items()))
 
 
