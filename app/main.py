@@ -47,7 +47,7 @@ from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from engine import engine_select
 from planner.inventory import Inventory
-from planner.plan import Plan
+from planner.plan_types import Plan
 from planner.profile import ModelProfile
 from planner.projector import ProjectorProfile
 

@@ -10,7 +10,7 @@ import dataclasses
 
 from app import plan_process
 from planner.inventory import Inventory
-from planner.plan import Plan
+from planner.plan_types import Plan
 from planner.profile import ModelProfile
 from planner.request import Request
 

@@ -26,7 +26,7 @@ from planner.profile import ModelProfile
 from planner.request import Request
 
 if TYPE_CHECKING:  # planner.plan is imported where plans are made (the child, _plan)
-    from planner.plan import Plan
+    from planner.plan_types import Plan
 
 log = logging.getLogger(__name__)
 

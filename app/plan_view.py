@@ -1,6 +1,6 @@
 """What the Plan page draws, computed from a Plan: bars, segments, messages, advice.
 
-Everything here reads the :class:`~planner.plan.Plan` itself, the value that
+Everything here reads the :class:`~planner.plan_types.Plan` itself, the value that
 ``loadout plan --json`` serialises, so the picture and the document can never disagree.
 The speeds are the Plan's own (``plan.predicted``, ``plan.speed_nominal``): nothing here
 computes a figure again. Pure functions, no widgets: the memory map only paints what
@@ -18,7 +18,7 @@ from planner.codes import Code
 from planner.profile import ModelProfile, TensorKind
 
 if TYPE_CHECKING:
-    from planner.plan import DeviceUse, Note, Plan
+    from planner.plan_types import DeviceUse, Note, Plan
 
 log = logging.getLogger(__name__)
 

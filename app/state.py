@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.settings_store import AppSettings, save_settings
 from planner.inventory import Inventory
-from planner.plan import Plan
+from planner.plan_types import Plan
 from planner.profile import ModelProfile
 from planner.projector import ProjectorProfile
 

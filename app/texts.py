@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QCoreApplication
 
 if TYPE_CHECKING:
-    from planner.plan import Plan
+    from planner.plan_types import Plan
 
 log = logging.getLogger(__name__)
 

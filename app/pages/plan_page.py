@@ -41,7 +41,7 @@ from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
 from engine import dry_run, run_records
 from planner.inventory import Inventory
-from planner.plan import Plan
+from planner.plan_types import Plan
 from planner.projector import image_ttft_s
 from planner.request import Request, Role, SpecMode, SpecRequest, TaskKind
 

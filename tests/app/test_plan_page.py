@@ -12,7 +12,8 @@ from app.plan_view import expert_bytes, memory_bars
 from engine.gguf_file import load_profile
 from planner.codes import Code
 from planner.inventory import Inventory
-from planner.plan import DeviceUse, plan
+from planner.plan import plan
+from planner.plan_types import DeviceUse
 from planner.profile import TensorKind
 from planner.request import Request, Role
 
