@@ -10,7 +10,6 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -221,19 +220,17 @@ class PlanPage(QWidget):
         kv = self.kv.currentData()
         spec = self.spec.currentData()
         roles = self.roles.roles()
-        fields: dict[str, Any] = {
-            "context": CONTEXT_STEPS[step - 1] if step > 0 else None,
-            "parallel": self.parallel.value(),
-            "task": TaskKind(self.task.currentData() or "chat"),
-            "kv_type": None if kv in (None, "auto") else str(kv),
-            "spec": None if spec in (None, "auto") else SpecRequest(SpecMode(spec)),
-            "roles": tuple(Role(r) for r in roles) if roles is not None else None,
-            "gpu_order": self.roles.gpu_order(),
-            "host_reserve_bytes": self._state.settings.host_reserve_bytes,
-            "advise": False,
-            "projector": getattr(self._state, "projector", None),
-        }
-        return Request(**fields)
+        return Request(
+            context=CONTEXT_STEPS[step - 1] if step > 0 else None,
+            parallel=self.parallel.value(),
+            task=TaskKind(self.task.currentData() or "chat"),
+            kv_type=None if kv in (None, "auto") else str(kv),
+            spec=None if spec in (None, "auto") else SpecRequest(SpecMode(spec)),
+            roles=tuple(Role(r) for r in roles) if roles is not None else None,
+            gpu_order=self.roles.gpu_order(),
+            host_reserve_bytes=self._state.settings.host_reserve_bytes,
+            advise=False,
+            projector=self._state.projector)
 
     def request_plan(self) -> None:
         """Plan again for the current model, machine and controls (newest wins)."""
