@@ -15,17 +15,17 @@ nothing else, loopback included. The switch flips that at run time (no restart).
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import secrets
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from engine.launch import LaunchSpec
+from engine.launch import LaunchSpec, spec_of_plan, write_spec_file
 from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
+from planner.plan_types import Plan
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +98,18 @@ def lan_address() -> str | None:
     return None if address.startswith("127.") or address == ANY_ADDRESS else address
 
 
-def launch_spec_from_plan(model_path: Path, plan: Any) -> LaunchSpec:
-    """The LaunchSpec a Plan's ``engine`` parameters describe."""
-    from app.plan_view import plan_document
+def launch_spec_from_plan(model_path: Path, plan: object) -> LaunchSpec:
+    """The LaunchSpec of a Plan (:func:`engine.launch.spec_of_plan`), or of a plan
+    document's ``engine`` object.
 
-    engine = plan_document(plan).get("engine") or {}
-    return LaunchSpec.from_plan_engine(str(model_path), engine)
+    Raises:
+        TypeError: ``plan`` is neither.
+    """
+    if isinstance(plan, Plan):
+        return spec_of_plan(model_path, plan)
+    if isinstance(plan, Mapping):
+        return LaunchSpec.from_plan_engine(str(model_path), plan.get("engine") or {})
+    raise TypeError(f"not a plan: {type(plan).__name__}")
 
 
 def safer_spec(spec: LaunchSpec, n_layers: int, attempt: int = 1) -> LaunchSpec:
@@ -121,11 +127,9 @@ def safer_spec(spec: LaunchSpec, n_layers: int, attempt: int = 1) -> LaunchSpec:
 
 
 def write_spec(spec: LaunchSpec, folder: Path) -> Path:
-    """Write ``spec`` as JSON for ``loadout serve --launch-spec``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "launch-spec.json"
-    path.write_text(json.dumps(spec.to_json(), indent=2), encoding="utf-8")
-    return path
+    """Write ``spec`` for ``loadout serve --launch-spec`` (:func:`engine.launch.write_spec_file`,
+    read back there by :func:`engine.launch.read_spec_file`)."""
+    return write_spec_file(spec, folder)
 
 
 def serve_arguments(spec_file: Path, model_path: str, binding: Binding, port: int

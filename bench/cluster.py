@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         split_plan = plan(inv, profile, replace(quiet, roles=roles, tensor_split=split))
         # what the planner does on its own with these workers
         own_plan = plan(inv, profile, quiet)
-        local = generate(path, local_plan.engine, args.tokens, threads)
-        split_run = generate(path, split_plan.engine, args.tokens, threads)
+        local = generate(path, local_plan.engine.to_json(), args.tokens, threads)
+        split_run = generate(path, split_plan.engine.to_json(), args.tokens, threads)
     finally:
         for p in procs:
             p.kill()
@@ -198,11 +198,11 @@ def main(argv: list[str] | None = None) -> int:
                    "measured": "link_gbps" in g.measured, "same_host": g.same_host}
                   for g in remote],
         "local": {**local, "predicted_decode_tps": round(local_plan.predicted.decode_tps, 2)},
-        "split": {**split_run, "devices": split_plan.engine.get("devices"),
-                  "tensor_split": split_plan.engine.get("tensor_split"),
+        "split": {**split_run, "devices": split_plan.engine.to_json().get("devices"),
+                  "tensor_split": split_plan.engine.to_json().get("tensor_split"),
                   "predicted_decode_tps": round(split_plan.predicted.decode_tps, 2),
                   "warnings": [w.code.value for w in split_plan.warnings]},
-        "planner_own_choice": {"uses_workers": bool(own_plan.engine.get("rpc_workers")),
+        "planner_own_choice": {"uses_workers": bool(own_plan.engine.to_json().get("rpc_workers")),
                                "roles": [r.reason.value for r in own_plan.roles]},
         "identical_text": local["text"] == split_run["text"],
     }

@@ -238,7 +238,7 @@ def placement_problems(plan: Any, measured: Measured, names: dict[str, str]) -> 
                             f"on {device}")
     for layer, device in sorted(measured.kv_layers.items()):
         got = plan_device(device, names)
-        if layer in planned and plan.engine.get("offload_kqv", True) and planned[layer] != got:
+        if layer in planned and plan.engine.offload_kqv and planned[layer] != got:
             problems.append(f"KV of layer {layer}: planned on {planned[layer]}, llama.cpp put "
                             f"it on {device}")
     on_host = {int(m.group(1)) for t, buf in measured.overridden.items()
@@ -337,17 +337,17 @@ def run_case(case: Case, path: Path) -> dict[str, Any]:
         warm_up=False, n_threads=2, n_threads_batch=2)
     started = time.perf_counter()
     lines = load_and_measure(spec)
-    names = engine_names(inventory, the_plan.engine)
+    names = engine_names(inventory, the_plan.engine.to_json())
     measured = parse_log(lines)
     got = per_device(measured, names)
     span = got.get("host", {}).get("model", 0)
-    not_held = mapped_not_held(path, measured, names) if the_plan.engine.get(
-        "use_mmap", True) and not the_plan.engine.get("use_mlock") else 0
+    not_held = mapped_not_held(path, measured, names) if the_plan.engine.to_json().get(
+        "use_mmap", True) and not the_plan.engine.to_json().get("use_mlock") else 0
     if not_held:
         got["host"]["model"] = span - not_held
     rows = rows_of(case.name, predicted_bytes(the_plan), got)
     return {"case": case.name, "load_s": round(time.perf_counter() - started, 2),
-            "engine": {k: the_plan.engine.get(k) for k in
+            "engine": {k: the_plan.engine.to_json().get(k) for k in
                        ("n_gpu_layers", "tensor_overrides", "tensor_split", "devices",
                         "n_ubatch", "flash_attn")},
             "devices": [{"id": d.id, "layers": [list(r) for r in d.layers],

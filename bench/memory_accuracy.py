@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.gguf_file import load_profile  # noqa: E402
+from planner.ggml_types import KvType  # noqa: E402
 from planner.memory import MemoryConfig, Placement, estimate  # noqa: E402
 
 MIB = 1024 * 1024
@@ -49,7 +50,6 @@ PARTS = ("model", "kv", "compute", "output")
 GOAL_TOTAL, GOAL_UNDER, GOAL_PART = 3.0, 2.0, 5.0
 _LINE = re.compile(r"(\S+)\s+(model|KV|RS|compute|output) buffer size\s*=\s*([\d.]+) MiB")
 _PART = {"model": "model", "KV": "kv", "RS": "kv", "compute": "compute", "output": "output"}
-_GGML = {"f16": 1, "q8_0": 8, "q4_0": 2, "f32": 0}
 KV_TYPES = (("f16", False), ("q8_0", True), ("q4_0", True))  # quantized V needs flash attn
 
 
@@ -154,7 +154,7 @@ def measure(path: Path, configs: list[MemoryConfig], capture: _Capture
         for c in configs:
             p = lc.llama_context_default_params()
             p.n_ctx, p.n_seq_max, p.n_batch, p.n_ubatch = c.n_ctx, c.n_seq, c.n_batch, c.n_ubatch
-            p.type_k, p.type_v = _GGML[c.type_k], _GGML[c.type_v]
+            p.type_k, p.type_v = KvType.of(c.type_k).id, KvType.of(c.type_v).id
             p.flash_attn_type = 1 if c.flash_attn else 0
             p.swa_full, p.kv_unified, p.offload_kqv = c.swa_full, c.kv_unified, c.offload_kqv
             p.n_threads = p.n_threads_batch = 1

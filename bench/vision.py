@@ -139,8 +139,8 @@ def ttft(folder: Path) -> tuple[float, float, dict[str, float]]:
     from engine.launch import LaunchSpec
     from engine.requests import MEDIA_MARKER, GenerationRequest, SamplingParams
     from engine.runtime import Engine
+    from planner.plan import plan_with_projector
     from planner.request import Request
-    from planner.vision_plan import plan_with_projector
     from tests.helpers.gguf_factory import Shape
     from tests.helpers.gguf_mmproj import png_bytes, write_vision_pair
 

@@ -25,8 +25,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from engine.launch import LaunchSpec
+from engine.launch import LaunchSpec, spec_of_plan
 from planner.inventory import Inventory
+from planner.plan_types import EngineParams
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,8 @@ def _device_of(buffer_type: str) -> str:
     return buffer_type.split("[", 1)[0]  # "RPC0[host:port]" -> "RPC0"
 
 
-def engine_names(inventory: Inventory, plan_engine: Mapping[str, Any]) -> dict[str, str]:
+def engine_names(inventory: Inventory, plan_engine: EngineParams | Mapping[str, Any]
+                 ) -> dict[str, str]:
     """llama.cpp's device names of the plan's devices (``Vulkan0`` -> ``gpu0``, ``CPU`` ->
     ``host``; a worker's device by the ``RPCn`` name the plan's worker order gives it)."""
     from planner.engine_params import device_name, rpc_device_names
@@ -215,7 +217,8 @@ def engine_names(inventory: Inventory, plan_engine: Mapping[str, Any]) -> dict[s
     for g in inventory.gpus:
         if not g.remote:
             names[device_name(inventory, f"gpu{g.index}")] = f"gpu{g.index}"
-    workers = [str(w) for w in plan_engine.get("rpc_workers") or ()]
+    workers = list(plan_engine.rpc_workers) if isinstance(plan_engine, EngineParams) else [
+        str(w) for w in plan_engine.get("rpc_workers") or ()]
     for index, name in rpc_device_names(inventory, workers).items():
         names[name] = f"gpu{index}"
     return names
@@ -295,7 +298,7 @@ def confirm(path: str, inventory: Inventory, request: Any, plan: Any,
 
     if spec_of is None:
         def spec_of(p: Any) -> LaunchSpec:
-            return LaunchSpec.from_plan_engine(path, p.engine)
+            return spec_of_plan(path, p)
 
     first = dry_run(spec_of(plan))
     if first is None:

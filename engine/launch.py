@@ -1,29 +1,64 @@
-"""The LaunchSpec: exactly what llama.cpp is asked to do, built from ``Plan.engine``.
+"""The LaunchSpec: exactly what llama.cpp is asked to do, and the one road to it.
 
-Field names follow llama-cpp-python's ``Llama`` / ``llama_context_params`` so that a Plan's
-``engine`` mapping converts one to one. The spec is plain data (JSON in, JSON out): the GUI
-process builds it, the engine process carries it out.
+A Plan becomes a spec here and nowhere else (:func:`spec_of_plan`; without a plan,
+:func:`unplanned_spec`), and the one out-of-memory ladder lives here too
+(:func:`safer_request`, :class:`ReplanLadder`), which the CLI and the app both follow.
+Field names follow llama-cpp-python's ``Llama`` / ``llama_context_params``, as
+:class:`planner.plan_types.EngineParams`'s do. The values are typed (``KvType``,
+``SplitMode``, ``FlashAttn``: each knows llama.cpp's number for itself), so the native
+layer passes them on without translating names. The spec travels to the engine process
+as one JSON document: :meth:`LaunchSpec.to_json` writes it (:func:`write_spec_file`),
+:meth:`LaunchSpec.from_json` reads it back (:func:`read_spec_file`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.speculative import SPEC_MODES
+from planner.engine_params import expert_override
+from planner.ggml_types import KvType
+from planner.plan_types import EngineParams, Plan, SplitMode
 
 log = logging.getLogger(__name__)
 
-SPLIT_MODES = ("none", "layer", "row")
-FLASH_ATTN = ("auto", "on", "off")
-KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
-# ggml_type ids, as llama-cpp-python's ``Llama(type_k=...)`` takes them
-GGML_TYPE_IDS = {0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0",
-                 20: "iq4_nl", 30: "bf16"}
+SPLIT_MODES = tuple(m.value for m in SplitMode)
+KV_TYPES = tuple(t.value for t in KvType)
+
+
+class FlashAttn(StrEnum):
+    """Flash attention: on, off, or llama.cpp's choice (``llama_flash_attn_type``)."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+    @property
+    def id(self) -> int:
+        """The ``LLAMA_FLASH_ATTN_TYPE_*`` value."""
+        return {"auto": -1, "off": 0, "on": 1}[self.value]
+
+    @classmethod
+    def of(cls, value: str | bool) -> FlashAttn:
+        """``value`` as a mode (a plan's bool: on or off).
+
+        Raises:
+            ValueError: no such mode.
+        """
+        if isinstance(value, bool):
+            return cls.ON if value else cls.OFF
+        return cls(str(value).lower())
+
+
+FLASH_ATTN = tuple(m.value for m in FlashAttn)
 
 
 def default_threads() -> int:
@@ -56,12 +91,12 @@ class LaunchSpec:
     n_gpu_layers: int = -1
     tensor_split: tuple[float, ...] = ()
     main_gpu: int = 0
-    split_mode: str = "layer"
+    split_mode: SplitMode = SplitMode.LAYER
     use_mmap: bool = True
     use_mlock: bool = False
-    flash_attn: str = "auto"
-    type_k: str = "f16"
-    type_v: str = "f16"
+    flash_attn: FlashAttn = FlashAttn.AUTO
+    type_k: KvType = KvType.F16
+    type_v: KvType = KvType.F16
     offload_kqv: bool = True
     swa_full: bool = False
     kv_unified: bool = False
@@ -92,13 +127,22 @@ class LaunchSpec:
     mmproj_offload: bool = True
 
     def __post_init__(self) -> None:
-        if self.split_mode not in SPLIT_MODES:
-            raise ValueError(f"split_mode must be one of {SPLIT_MODES}, not {self.split_mode!r}")
-        if self.flash_attn not in FLASH_ATTN:
-            raise ValueError(f"flash_attn must be one of {FLASH_ATTN}, not {self.flash_attn!r}")
+        # a name (a JSON document's, a command line's) becomes its typed value here, once
+        try:
+            object.__setattr__(self, "split_mode", SplitMode.of(self.split_mode))
+        except ValueError:
+            raise ValueError(f"split_mode must be one of {SPLIT_MODES}, not "
+                             f"{self.split_mode!r}") from None
+        try:
+            object.__setattr__(self, "flash_attn", FlashAttn.of(self.flash_attn))
+        except ValueError:
+            raise ValueError(f"flash_attn must be one of {FLASH_ATTN}, not "
+                             f"{self.flash_attn!r}") from None
         for name in ("type_k", "type_v"):
-            if getattr(self, name) not in KV_TYPES:
-                raise ValueError(f"{name} must be one of {KV_TYPES}")
+            try:
+                object.__setattr__(self, name, KvType.of(getattr(self, name)))
+            except ValueError:
+                raise ValueError(f"{name} must be one of {KV_TYPES}") from None
         if self.spec_mode not in SPEC_MODES:
             raise ValueError(f"spec_mode must be one of {SPEC_MODES}, not {self.spec_mode!r}")
         if self.draft_tokens < 0:
@@ -124,11 +168,16 @@ class LaunchSpec:
         return self.n_ctx if self.kv_unified else self.n_ctx // self.n_seq_max
 
     @classmethod
-    def from_plan_engine(cls, model_path: str, engine: Mapping[str, Any]) -> LaunchSpec:
-        """Build a spec from ``Plan.engine`` (llama-cpp-python names; unknown keys ignored).
+    def from_plan_engine(cls, model_path: str, engine: EngineParams | Mapping[str, Any]
+                         ) -> LaunchSpec:
+        """The spec of a plan's engine parameters (:func:`spec_of_plan` with no more).
 
-        ``flash_attn`` may be a bool; ``tensor_overrides`` a list of ``[pattern, device]``.
+        ``engine`` is a Plan's :class:`EngineParams`, or a mapping of LaunchSpec fields
+        (a plan document's ``engine`` object; unknown keys ignored): ``flash_attn`` may be
+        a bool, ``type_k`` / ``type_v`` a ggml id, ``split_mode`` a ``LLAMA_SPLIT_MODE_*``.
         """
+        if isinstance(engine, EngineParams):
+            return _of_params(str(model_path), engine)
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in engine.items():
@@ -139,7 +188,7 @@ class LaunchSpec:
         return cls(model_path=str(model_path), **values)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (tuples become lists)."""
+        """The spec's JSON document (what :meth:`from_json` reads back)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
@@ -147,12 +196,19 @@ class LaunchSpec:
                 value = [list(pair) for pair in value]
             elif isinstance(value, tuple):
                 value = list(value)
+            elif isinstance(value, StrEnum):
+                value = value.value
             out[f.name] = value
         return out
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> LaunchSpec:
-        """The inverse of :meth:`to_json`."""
+        """The spec :meth:`to_json` wrote (keys it does not know are ignored).
+
+        Raises:
+            KeyError: no ``model_path``.
+            ValueError: a value llama.cpp does not take.
+        """
         rest = {k: v for k, v in doc.items() if k != "model_path"}
         return cls.from_plan_engine(str(doc["model_path"]), rest)
 
@@ -162,21 +218,83 @@ class LaunchSpec:
 
 
 def _coerce(key: str, value: Any) -> Any:
-    if key == "flash_attn" and isinstance(value, bool):
-        return "on" if value else "off"
+    """A JSON value as the field ``key`` holds it (lists become tuples; the typed fields
+    take their names or numbers in ``__post_init__``)."""
     if key == "tensor_split":
         return tuple(float(x) for x in (value or ()))
     if key == "tensor_overrides":
         return tuple((str(p), str(d)) for p, d in (value or ()))
     if key in ("devices", "rpc_workers", "draft_devices"):
         return tuple(str(x) for x in (value or ()))
-    if key in ("type_k", "type_v"):
-        if isinstance(value, int):
-            return GGML_TYPE_IDS.get(value, str(value))
-        return str(value).lower()
-    if key == "split_mode" and isinstance(value, int):
-        return SPLIT_MODES[value]
     return value
+
+
+def _of_params(model_path: str, engine: EngineParams) -> LaunchSpec:
+    """The spec that carries out ``engine`` (field by field: the names are the same)."""
+    spec = LaunchSpec(
+        model_path=model_path, n_ctx=engine.n_ctx, n_seq_max=engine.n_seq_max,
+        n_batch=engine.n_batch, n_ubatch=engine.n_ubatch, n_threads=engine.n_threads,
+        n_threads_batch=engine.n_threads_batch, n_gpu_layers=engine.n_gpu_layers,
+        tensor_split=engine.tensor_split or (), main_gpu=engine.main_gpu,
+        split_mode=engine.split_mode, use_mmap=engine.use_mmap, use_mlock=engine.use_mlock,
+        flash_attn=FlashAttn.of(engine.flash_attn), type_k=engine.type_k,
+        type_v=engine.type_v, offload_kqv=engine.offload_kqv, swa_full=engine.swa_full,
+        kv_unified=engine.kv_unified, tensor_overrides=engine.tensor_overrides,
+        devices=engine.devices, rpc_workers=engine.rpc_workers,
+        run_features=engine.run_features)
+    if engine.spec_mode.value != "off":
+        spec = replace(spec, spec_mode=engine.spec_mode.value, draft_tokens=engine.draft_tokens,
+                       draft_model_path=engine.draft_model_path)
+        if engine.draft_n_gpu_layers is not None:
+            spec = replace(spec, draft_n_gpu_layers=engine.draft_n_gpu_layers)
+    if engine.mmproj_offload is not None:
+        spec = replace(spec, mmproj_offload=engine.mmproj_offload)
+    return spec
+
+
+def spec_of_plan(model_path: str | Path, plan: Plan, *, n_threads: int | None = None,
+                 mmproj_path: str | Path | None = None) -> LaunchSpec:
+    """The one road from a Plan to a LaunchSpec: its engine parameters, with the threads
+    it will run with (``n_threads``, when the caller pins them) and its vision projector.
+
+    Args:
+        model_path: the model's GGUF file.
+        plan: the Plan (its ``engine`` parameters are carried out as they are).
+        n_threads: threads for decode and prompt processing (None: the plan's).
+        mmproj_path: the projector the plan placed (None: none).
+    """
+    spec = _of_params(str(model_path), plan.engine)
+    if mmproj_path:
+        spec = replace(spec, mmproj_path=str(mmproj_path))
+    if n_threads:
+        spec = replace(spec, n_threads=n_threads, n_threads_batch=n_threads)
+    return spec
+
+
+def write_spec_file(spec: LaunchSpec, folder: Path) -> Path:
+    """Write ``spec`` for the engine process (``loadout serve --launch-spec FILE``), which
+    reads it back with :func:`read_spec_file`. Returns the file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "launch-spec.json"
+    path.write_text(json.dumps(spec.to_json(), indent=2), encoding="utf-8")
+    return path
+
+
+def read_spec_file(path: Path, model_path: str | Path | None = None) -> LaunchSpec:
+    """The spec :func:`write_spec_file` wrote (for ``model_path`` when given: the command
+    line names the model).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not a spec (bad JSON, a value llama.cpp does not take).
+        KeyError: it names no model and ``model_path`` is None.
+    """
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path} holds no launch spec")
+    if model_path is not None:
+        doc["model_path"] = str(model_path)
+    return LaunchSpec.from_json(doc)
 
 
 T = TypeVar("T")
@@ -352,7 +470,7 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         profile = load_profile(model_path)
         if mmproj_path:
             from engine.gguf_file import load_projector
-            from planner.vision_plan import plan_with_projector
+            from planner.plan import plan_with_projector
 
             the_plan = plan_with_projector(inventory, profile, request,
                                            load_projector(mmproj_path), mmproj_offload)
@@ -367,21 +485,24 @@ def plan_launch(model_path: str, *, context: int = 4096, parallel: int = 1,
         check = check_of(the_plan)
         if check is not None:
             doc["dry_run"] = check.to_json()
-        spec = LaunchSpec.from_plan_engine(model_path, the_plan.engine)
-        if mmproj_path:
-            spec = spec.with_changes(mmproj_path=str(mmproj_path))
-        if n_threads:
-            spec = spec.with_changes(n_threads=n_threads, n_threads_batch=n_threads)
+        spec = spec_of_plan(model_path, the_plan, n_threads=n_threads, mmproj_path=mmproj_path)
         return PlannedLaunch(spec, doc, note=note)
     except Exception as exc:  # the default path must keep working while the planner grows
         log.warning("planning failed (%s: %s); using the default launch", type(exc).__name__,
                     exc)
-        return PlannedLaunch(_default_spec(model_path, context, parallel, n_threads, pins),
+        return PlannedLaunch(unplanned_spec(model_path, context, parallel, n_threads, pins),
                              None, note=f"not planned: {type(exc).__name__}: {exc}")
 
 
-def _default_spec(model_path: str, context: int, parallel: int, n_threads: int | None,
-                  pins: Mapping[str, Any]) -> LaunchSpec:
+def unplanned_spec(model_path: str | Path, context: int, parallel: int = 1,
+                   n_threads: int | None = None, pins: Mapping[str, Any] | None = None
+                   ) -> LaunchSpec:
+    """The spec without a plan (``--no-plan``, or the planner failed): every layer on the
+    engine's default device, f16 KV, unless ``pins`` (the planner's request names:
+    ``n_gpu_layers``, ``tensor_split``, ``kv_type``, ``n_cpu_moe``) say otherwise.
+    ``n_cpu_moe`` keeps the first N blocks' experts on the CPU with the planner's expert
+    regex (:func:`planner.engine_params.expert_override`)."""
+    pins = pins or {}
     changes: dict[str, Any] = {"n_ctx": context * parallel, "n_seq_max": parallel}
     if n_threads:
         changes["n_threads"] = changes["n_threads_batch"] = n_threads
@@ -390,8 +511,8 @@ def _default_spec(model_path: str, context: int, parallel: int, n_threads: int |
     if pins.get("tensor_split"):
         changes["tensor_split"] = tuple(float(x) for x in pins["tensor_split"])
     if pins.get("kv_type"):
-        changes["type_k"] = changes["type_v"] = str(pins["kv_type"]).lower()
+        changes["type_k"] = changes["type_v"] = KvType.of(str(pins["kv_type"]))
     if pins.get("n_cpu_moe"):
-        layers = "|".join(str(i) for i in range(int(pins["n_cpu_moe"])))
-        changes["tensor_overrides"] = ((rf"^blk\.({layers})\.ffn_(up|down|gate)_exps", "CPU"),)
-    return LaunchSpec(model_path=model_path, **changes)
+        layers = list(range(int(pins["n_cpu_moe"])))
+        changes["tensor_overrides"] = ((expert_override(layers), "CPU"),)
+    return LaunchSpec(model_path=str(model_path), **changes)

@@ -57,7 +57,7 @@ def find_bottleneck(plan: Plan, inventory: Inventory) -> Bottleneck | None:
 
 def _host_core_bound(plan: Plan, inventory: Inventory) -> bool:
     """True when the CPU's cores, not its RAM, limit how fast it reads weights."""
-    threads = int(plan.engine.get("n_threads", 1))
+    threads = plan.engine.n_threads
     nominal = inventory.host.bandwidth_gbps * CONSTANTS.cpu_bw_fraction
     return threads * CONSTANTS.cpu_core_gbps * core_scale(inventory) < nominal
 

@@ -1,15 +1,16 @@
-"""The Plan's ``engine`` object: llama-cpp-python ``Llama`` parameters that carry it out.
-
-Names and values are those of ``llama_cpp.Llama`` (``type_k`` / ``type_v`` as ggml type
-ids, ``split_mode`` as ``LLAMA_SPLIT_MODE_*``), plus ``tensor_overrides``: a list of
-``[regex, device]`` pairs with llama.cpp device names ("CPU", "CUDA0", "ROCm1", ...).
+"""The Plan's ``engine`` value: the :class:`~planner.plan_types.EngineParams` that carry a
+priced arrangement out, with llama.cpp's device names ("CPU", "CUDA0", "ROCm1", ...) in
+its ``tensor_overrides`` and ``devices``. The expert-tensor regex every spec uses (planned
+or not) is :func:`expert_override`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from planner.ggml_types import KvType
 from planner.inventory import Backend, Inventory
+from planner.plan_types import EngineParams, SplitMode
 from planner.profile import ModelProfile
 from planner.request import Request
 
@@ -17,9 +18,6 @@ if TYPE_CHECKING:
     from planner.placement import Layout
     from planner.trials import Trial
 
-GGML_TYPE_IDS = {"f16": 1, "q4_0": 2, "q8_0": 8}
-SPLIT_MODE_NONE = 0
-SPLIT_MODE_LAYER = 1
 OUTPUT_PATTERN = "^output\\.weight$"
 EXPERT_PATTERN = "ffn_(up|down|gate_up|gate)_(ch|)exps"
 _DEVICE_PREFIX = {Backend.CUDA: "CUDA", Backend.ROCM: "ROCm", Backend.VULKAN: "Vulkan",
@@ -27,11 +25,16 @@ _DEVICE_PREFIX = {Backend.CUDA: "CUDA", Backend.ROCM: "ROCm", Backend.VULKAN: "V
 
 
 def device_name(inventory: Inventory, device: str) -> str:
-    """llama.cpp's name for a plan device ("gpu1" -> "CUDA1", "host" -> "CPU")."""
+    """llama.cpp's name for a plan device ("gpu1" -> "CUDA1", "host" -> "CPU"): the GPU's
+    ``engine_device`` (the engine's own name, from detection); for an inventory not
+    detected by the engine (a rig file, a what-if), the name llama.cpp gives the backend's
+    n-th device."""
     if not device.startswith("gpu"):
         return "CPU"
     index = int(device[3:])
     gpu = next(g for g in inventory.gpus if g.index == index)
+    if gpu.engine_device:
+        return gpu.engine_device
     same = [g.index for g in inventory.gpus if g.backend == gpu.backend]
     return f"{_DEVICE_PREFIX.get(gpu.backend, 'GPU')}{same.index(index)}"
 
@@ -48,14 +51,15 @@ def ranges(indices: list[int]) -> list[tuple[int, int]]:
 
 
 def expert_override(layers: list[int]) -> str:
-    """One regex matching the routed-expert tensors of ``layers``."""
+    """One regex matching the routed-expert tensors of ``layers`` (the regex of every
+    expert override, planned or pinned with ``--n-cpu-moe``)."""
     alternatives = "|".join(str(i) for i in sorted(layers))
     return f"blk\\.({alternatives})\\.{EXPERT_PATTERN}"
 
 
 def engine_params(inventory: Inventory, profile: ModelProfile, request: Request,
-                  trial: Trial) -> dict[str, Any]:
-    """The ``Llama(...)`` keyword arguments (and ``tensor_overrides``) for a trial."""
+                  trial: Trial) -> EngineParams:
+    """The engine parameters that carry ``trial`` out (no speculation: the plan adds it)."""
     layout = trial.layout
     placement = layout.placement
     n = profile.n_layers
@@ -83,36 +87,22 @@ def engine_params(inventory: Inventory, profile: ModelProfile, request: Request,
     threads = inventory.host.cores
     remote = _remote_devices(inventory, layout, used, main)
     if remote is not None:
-        rpc_workers, devices, split, main_index = remote
+        _, devices, split, main_index = remote
         # the output follows the last device of the list unless the main one keeps it
         overrides = [o for o in overrides if o[0] != OUTPUT_PATTERN]
         if main_index != len(devices) - 1 and placement.output_device == main:
             overrides.append([OUTPUT_PATTERN, devices[main_index]])
-    params: dict[str, Any] = {
-        "n_ctx": trial.config.n_ctx,
-        "n_seq_max": trial.config.n_seq,
-        "n_batch": trial.config.n_batch,
-        "n_ubatch": trial.config.n_ubatch,
-        "n_threads": threads,
-        "n_threads_batch": threads,
-        "flash_attn": trial.config.flash_attn,
-        "type_k": GGML_TYPE_IDS[trial.kv_type],
-        "type_v": GGML_TYPE_IDS[trial.kv_type],
-        "n_gpu_layers": ngl,
-        "tensor_split": split,
-        "main_gpu": main_index,
-        "split_mode": SPLIT_MODE_LAYER if len(used) > 1 or split else SPLIT_MODE_NONE,
-        "use_mmap": True,
-        "use_mlock": False,
-        "offload_kqv": True,
-        "swa_full": False,
-        "kv_unified": False,
-        "tensor_overrides": overrides,
-    }
-    if remote is not None:
-        params["devices"] = devices
-        params["rpc_workers"] = rpc_workers
-    return params
+    kv = KvType.of(trial.kv_type)
+    return EngineParams(
+        n_ctx=trial.config.n_ctx, n_seq_max=trial.config.n_seq,
+        n_batch=trial.config.n_batch, n_ubatch=trial.config.n_ubatch,
+        n_threads=threads, n_threads_batch=threads, flash_attn=trial.config.flash_attn,
+        type_k=kv, type_v=kv, n_gpu_layers=ngl,
+        tensor_split=None if split is None else tuple(split), main_gpu=main_index,
+        split_mode=SplitMode.LAYER if len(used) > 1 or split else SplitMode.NONE,
+        tensor_overrides=tuple((p, d) for p, d in overrides),
+        devices=tuple(remote[1]) if remote is not None else (),
+        rpc_workers=tuple(remote[0]) if remote is not None else ())
 
 
 def rpc_device_names(inventory: Inventory, rpc_workers: list[str]) -> dict[int, str]:

@@ -1,12 +1,14 @@
 """The ggml tensor types a GGUF file may use: id -> (name, block size, bytes per block).
 
-Pure data, mirrored from ggml's ``type_traits`` table (``ggml/src/ggml.c``). A row of
-``n`` elements of a block type takes ``n / block * type_size`` bytes.
+The one table of them in the project. Pure data, mirrored from ggml's ``type_traits``
+table (``ggml/src/ggml.c``). A row of ``n`` elements of a block type takes
+``n / block * type_size`` bytes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 
 @dataclass(frozen=True)
@@ -67,3 +69,42 @@ def ggml_type(name: str) -> GGMLType:
 def tensor_bytes(type_name: str, n_elements: int) -> int:
     """Bytes of a tensor of ``n_elements`` elements of type ``type_name``."""
     return ggml_type(type_name).row_bytes(n_elements)
+
+
+class KvType(StrEnum):
+    """The ggml types llama.cpp takes for a KV cache, by their lower-case names (what
+    ``--cache-type-k`` and a LaunchSpec say); :attr:`ggml` is the type's row above."""
+
+    F32 = "f32"
+    F16 = "f16"
+    BF16 = "bf16"
+    Q8_0 = "q8_0"
+    Q4_0 = "q4_0"
+    Q4_1 = "q4_1"
+    IQ4_NL = "iq4_nl"
+    Q5_0 = "q5_0"
+    Q5_1 = "q5_1"
+
+    @property
+    def ggml(self) -> GGMLType:
+        """The ggml type (its id is what ``llama_context_params.type_k`` takes)."""
+        return ggml_type(self.value)
+
+    @property
+    def id(self) -> int:
+        """The ggml type id."""
+        return self.ggml.id
+
+    @classmethod
+    def of(cls, value: str | int) -> KvType:
+        """The KV type named ``value`` (any case) or with ggml id ``value``.
+
+        Raises:
+            ValueError: not a type a KV cache may have.
+        """
+        if isinstance(value, int) and not isinstance(value, bool):
+            found = next((t for t in cls if t.id == value), None)
+            if found is None:
+                raise ValueError(f"ggml type {value} is not a KV cache type")
+            return found
+        return cls(str(value).lower())

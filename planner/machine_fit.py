@@ -19,12 +19,13 @@ import logging
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from planner.inventory import Inventory
 from planner.plan_types import MachineCorrection, Plan
 from planner.profile import ModelProfile
+from planner.request import RunSample as RunSample  # its home before; imported from here
 from planner.request import SpecMode
 from planner.speed import HOST, Speed, gpu_of
 
@@ -35,23 +36,6 @@ RECENT = 20                 # the latest runs of a regime that count
 SAME_MODEL_MIN = 2          # runs of the same model that outweigh the regime's
 MIN_DECODE_TOKENS = 16      # a shorter answer's decode figure is noise
 MIN_PROMPT_TOKENS = 32      # ... and a shorter prompt's prefill figure
-
-
-@dataclass(frozen=True)
-class RunSample:
-    """One measured run, as the fit sees it.
-
-    Attributes:
-        regime: :func:`regime_of` the plan the run was made with.
-        model: the model's identity (name and file size).
-        decode_ratio: measured / raw predicted decode t/s (None: not measured).
-        prefill_ratio: measured / raw predicted prefill t/s (None: not measured).
-    """
-
-    regime: str
-    model: str
-    decode_ratio: float | None = None
-    prefill_ratio: float | None = None
 
 
 NO_CORRECTION = MachineCorrection()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
-from typing import Any
 
 from planner.advice import advise, find_bottleneck
 from planner.attention import choose_flash
@@ -26,17 +25,20 @@ from planner.plan_types import (
     Advice,
     Bottleneck,
     DeviceUse,
+    EngineParams,
     MachineCorrection,
     Note,
     Plan,
     Spill,
 )
 from planner.profile import ModelProfile
+from planner.projector import ProjectorProfile
 from planner.request import Priority, Request, Role, SpecMode
 from planner.roles import GpuRole, candidate_roles, with_role
 from planner.speculation import choose_spec, draft_bytes, drafter_device, with_drafter
-from planner.speed import DISK, HOST, NO_SPEC, SpecOutcome, Speed
+from planner.speed import DISK, HOST, NO_SPEC, SpecOutcome, Speed, spec_decode_tps
 from planner.trials import N_UBATCH_SPILLED, Context, Trial, exact, trial
+from planner.vision_plan import projector_room, with_projector
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +67,9 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
         The :class:`Plan`, with ``fits`` False and reason codes when it cannot run; its
         prediction corrected by ``request.machine_runs`` when there are any (the raw one
         kept in ``raw_predicted``). With ``request.projector``, the projector's memory is
-        held back first (:func:`planner.vision_plan.plan_with_projector`).
+        held back first (:func:`plan_with_projector`).
     """
     if request.projector is not None:
-        from planner.vision_plan import plan_with_projector
-
         return plan_with_projector(inventory, profile, replace(request, projector=None),
                                    request.projector, request.projector_offload)
     the_plan = _plan(inventory, profile, request, exact_check=True, like=None)
@@ -77,7 +77,18 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
         the_plan = calibrate(inventory, profile, the_plan, request.machine_runs)
     # what the engine records each finished request with (engine/run_records.py)
     features = json.dumps(run_features(inventory, profile, the_plan), separators=(",", ":"))
-    return replace(the_plan, engine={**the_plan.engine, "run_features": features})
+    return replace(the_plan, engine=replace(the_plan.engine, run_features=features))
+
+
+def plan_with_projector(inventory: Inventory, profile: ModelProfile, request: Request,
+                        projector: ProjectorProfile, offload: bool = True) -> Plan:
+    """The plan of ``profile`` with ``projector`` beside it (on the main GPU when
+    ``offload`` and the plan has one, else in host RAM): the model is planned once to
+    learn the main GPU, then again in what the projector leaves
+    (:mod:`planner.vision_plan`)."""
+    first = plan(inventory, profile, request)
+    use, less = projector_room(inventory, first, projector, offload)
+    return with_projector(plan(less, profile, request), use, projector)
 
 
 def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_check: bool,
@@ -151,8 +162,7 @@ def _plan(inventory: Inventory, profile: ModelProfile, request: Request, exact_c
     remote_decisions, remote_warnings = _remote_notes(ctx, best)
     decisions += remote_decisions
     warnings += remote_warnings
-    speed = replace(best.speed, decode_tps=best.speed.decode_tps * spec.tokens_per_step
-                    / spec.step_cost, spec=spec)
+    speed = replace(best.speed, decode_tps=spec_decode_tps(best.speed.token_s, spec), spec=spec)
     return _assemble(ctx, best, speed, decisions, warnings, exact_check)
 
 
@@ -390,15 +400,15 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
     return plan_
 
 
-def _with_spec(params: dict[str, Any], spec: SpecOutcome, request: Request) -> dict[str, Any]:
+def _with_spec(params: EngineParams, spec: SpecOutcome, request: Request) -> EngineParams:
     """The engine parameters with the speculation the plan chose (mode, draft length, the
     draft model and where it runs: beside the target's main device)."""
     if spec.mode == SpecMode.OFF:
         return params
-    out = dict(params, spec_mode=spec.mode.value, draft_tokens=spec.draft_tokens)
+    out = replace(params, spec_mode=spec.mode, draft_tokens=spec.draft_tokens)
     if spec.mode in DRAFTERS and request.draft_path:
-        out["draft_model_path"] = request.draft_path
-        out["draft_n_gpu_layers"] = -1 if params.get("n_gpu_layers") else 0
+        out = replace(out, draft_model_path=request.draft_path,
+                      draft_n_gpu_layers=-1 if params.n_gpu_layers else 0)
     return out
 
 
@@ -415,5 +425,5 @@ def _price_override(inventory: Inventory, profile: ModelProfile, request: Reques
     return replace(pinned, warnings=pinned.warnings + tuple(extra))
 
 
-__all__ = ["DISK", "NO_SPEC", "SCHEMA", "Advice", "Bottleneck", "DeviceUse", "MachineCorrection",
-           "Note", "Plan", "Spill", "plan"]
+__all__ = ["DISK", "NO_SPEC", "SCHEMA", "Advice", "Bottleneck", "DeviceUse", "EngineParams",
+           "MachineCorrection", "Note", "Plan", "Spill", "plan", "plan_with_projector"]

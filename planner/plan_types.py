@@ -7,16 +7,160 @@ import these types from here, so no planning module needs to import the planner 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from planner.codes import Code
+from planner.ggml_types import KvType
 from planner.placement import Layout
 from planner.projector import ProjectorUse, image_ttft_s
+from planner.request import SpecMode
 from planner.roles import GpuRole
 from planner.speed import SpecOutcome, Speed
 
 SCHEMA = "loadout.plan/1"
+
+
+class SplitMode(StrEnum):
+    """How llama.cpp splits a model over GPUs (``llama_split_mode``, by name)."""
+
+    NONE = "none"
+    LAYER = "layer"
+    ROW = "row"
+
+    @property
+    def id(self) -> int:
+        """The ``LLAMA_SPLIT_MODE_*`` value."""
+        return list(SplitMode).index(self)
+
+    @classmethod
+    def of(cls, value: str | int) -> SplitMode:
+        """The mode named ``value`` or with ``LLAMA_SPLIT_MODE_*`` value ``value``.
+
+        Raises:
+            ValueError: no such mode.
+        """
+        if isinstance(value, int) and not isinstance(value, bool):
+            modes = list(cls)
+            if not 0 <= value < len(modes):
+                raise ValueError(f"split_mode {value} is not a llama.cpp split mode")
+            return modes[value]
+        return cls(str(value).lower())
+
+
+@dataclass(frozen=True)
+class EngineParams:
+    """The llama.cpp parameters that carry a plan out (``Plan.engine``).
+
+    Field names are :class:`engine.launch.LaunchSpec`'s (and llama-cpp-python's).
+    ``tensor_overrides`` pairs a tensor-name regex with a llama.cpp device name (``CPU``,
+    ``CUDA0``, ``RPC1`` ...); ``devices`` and ``rpc_workers`` are set only when a worker's
+    device is used, the speculation fields only when the plan speculates, ``run_features``
+    by :func:`planner.plan.plan` and ``mmproj_offload`` by a plan with a vision projector.
+    :meth:`to_json` writes the ``engine`` object of the ``loadout.plan/1`` document
+    (KV types as ggml ids, the split mode as ``LLAMA_SPLIT_MODE_*``).
+    """
+
+    n_ctx: int
+    n_seq_max: int
+    n_batch: int
+    n_ubatch: int
+    n_threads: int
+    n_threads_batch: int
+    flash_attn: bool
+    type_k: KvType
+    type_v: KvType
+    n_gpu_layers: int
+    tensor_split: tuple[float, ...] | None
+    main_gpu: int
+    split_mode: SplitMode
+    use_mmap: bool = True
+    use_mlock: bool = False
+    offload_kqv: bool = True
+    swa_full: bool = False
+    kv_unified: bool = False
+    tensor_overrides: tuple[tuple[str, str], ...] = ()
+    devices: tuple[str, ...] = ()
+    rpc_workers: tuple[str, ...] = ()
+    spec_mode: SpecMode = SpecMode.OFF
+    draft_tokens: int = 0
+    draft_model_path: str | None = None
+    draft_n_gpu_layers: int | None = None
+    run_features: str = ""
+    mmproj_offload: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan document's ``engine`` object."""
+        out: dict[str, Any] = {
+            "n_ctx": self.n_ctx, "n_seq_max": self.n_seq_max, "n_batch": self.n_batch,
+            "n_ubatch": self.n_ubatch, "n_threads": self.n_threads,
+            "n_threads_batch": self.n_threads_batch, "flash_attn": self.flash_attn,
+            "type_k": self.type_k.id, "type_v": self.type_v.id,
+            "n_gpu_layers": self.n_gpu_layers,
+            "tensor_split": None if self.tensor_split is None else list(self.tensor_split),
+            "main_gpu": self.main_gpu, "split_mode": self.split_mode.id,
+            "use_mmap": self.use_mmap, "use_mlock": self.use_mlock,
+            "offload_kqv": self.offload_kqv, "swa_full": self.swa_full,
+            "kv_unified": self.kv_unified,
+            "tensor_overrides": [list(pair) for pair in self.tensor_overrides],
+        }
+        if self.devices or self.rpc_workers:
+            out["devices"] = list(self.devices)
+            out["rpc_workers"] = list(self.rpc_workers)
+        if self.spec_mode != SpecMode.OFF:
+            out["spec_mode"] = self.spec_mode.value
+            out["draft_tokens"] = self.draft_tokens
+            if self.draft_model_path is not None:
+                out["draft_model_path"] = self.draft_model_path
+                out["draft_n_gpu_layers"] = self.draft_n_gpu_layers
+        if self.run_features:
+            out["run_features"] = self.run_features
+        if self.mmproj_offload is not None:
+            out["mmproj_offload"] = self.mmproj_offload
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> EngineParams:
+        """The inverse of :meth:`to_json` (a plan document's ``engine`` object).
+
+        Raises:
+            KeyError: a field without a default is missing.
+            ValueError: a KV type or split mode llama.cpp does not have.
+        """
+        split = doc.get("tensor_split")
+        return cls(
+            n_ctx=int(doc["n_ctx"]), n_seq_max=int(doc["n_seq_max"]),
+            n_batch=int(doc["n_batch"]), n_ubatch=int(doc["n_ubatch"]),
+            n_threads=int(doc["n_threads"]), n_threads_batch=int(doc["n_threads_batch"]),
+            flash_attn=bool(doc["flash_attn"]), type_k=KvType.of(doc["type_k"]),
+            type_v=KvType.of(doc["type_v"]), n_gpu_layers=int(doc["n_gpu_layers"]),
+            tensor_split=None if split is None else tuple(float(x) for x in split),
+            main_gpu=int(doc["main_gpu"]), split_mode=SplitMode.of(doc["split_mode"]),
+            use_mmap=bool(doc.get("use_mmap", True)), use_mlock=bool(doc.get("use_mlock")),
+            offload_kqv=bool(doc.get("offload_kqv", True)), swa_full=bool(doc.get("swa_full")),
+            kv_unified=bool(doc.get("kv_unified")),
+            tensor_overrides=tuple((str(p), str(d)) for p, d in doc.get("tensor_overrides")
+                                   or ()),
+            devices=tuple(str(d) for d in doc.get("devices") or ()),
+            rpc_workers=tuple(str(w) for w in doc.get("rpc_workers") or ()),
+            spec_mode=SpecMode(doc.get("spec_mode", SpecMode.OFF.value)),
+            draft_tokens=int(doc.get("draft_tokens", 0)),
+            draft_model_path=_str_or_none(doc.get("draft_model_path")),
+            draft_n_gpu_layers=_int_or_none(doc.get("draft_n_gpu_layers")),
+            run_features=str(doc.get("run_features") or ""),
+            mmproj_offload=None if doc.get("mmproj_offload") is None
+            else bool(doc["mmproj_offload"]))
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
+
 
 
 @dataclass(frozen=True)
@@ -143,7 +287,7 @@ class Plan:
     speculative: SpecOutcome
     predicted: Speed
     warnings: tuple[Note, ...]
-    engine: dict[str, Any]
+    engine: EngineParams
     spills: tuple[Spill, ...] = ()
     decisions: tuple[Note, ...] = ()
     bottleneck: Bottleneck | None = None
@@ -184,7 +328,7 @@ class Plan:
             "advice": [a.to_json() for a in self.advice],
             "decisions": [d.to_json() for d in self.decisions],
             "warnings": [w.to_json() for w in self.warnings],
-            "engine": dict(self.engine),
+            "engine": self.engine.to_json(),
             "projector": self._projector_json(),
         }
 
@@ -210,5 +354,5 @@ class Plan:
         return out
 
 
-__all__ = ["SCHEMA", "Advice", "Bottleneck", "DeviceUse", "MachineCorrection", "Note", "Plan",
-           "Spill"]
+__all__ = ["SCHEMA", "Advice", "Bottleneck", "DeviceUse", "EngineParams", "MachineCorrection",
+           "Note", "Plan", "Spill", "SplitMode"]

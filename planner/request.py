@@ -9,13 +9,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from planner.profile import ModelProfile
 from planner.projector import ProjectorProfile
 
-if TYPE_CHECKING:
-    from planner.machine_fit import RunSample
+
+@dataclass(frozen=True)
+class RunSample:
+    """One measured run, as the fit sees it.
+
+    Attributes:
+        regime: :func:`planner.machine_fit.regime_of` the plan the run was made with.
+        model: the model's identity (name and file size).
+        decode_ratio: measured / raw predicted decode t/s (None: not measured).
+        prefill_ratio: measured / raw predicted prefill t/s (None: not measured).
+    """
+
+    regime: str
+    model: str
+    decode_ratio: float | None = None
+    prefill_ratio: float | None = None
 
 
 class TaskKind(StrEnum):

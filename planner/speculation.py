@@ -121,13 +121,8 @@ def dflash_outcome(a: float, token_s: float, pass_s: float, verify: float,
                    ) -> SpecOutcome:
     """The block length (1..max_k) with the best tokens per second, or NO_SPEC: one pass
     per step whatever ``k`` (priced as ``pass_s / k`` per drafted token)."""
-    best = NO_SPEC
-    for k in range(1, max_k + 1):
-        out = price_spec(SpecMode.DFLASH, k, a, token_s, pass_s / k, verify, *moe,
-                         step_s=step_s)
-        if out.tokens_per_step / out.step_cost > best.tokens_per_step / best.step_cost * 1.01:
-            best = out
-    return best
+    return best_draft_length(SpecMode.DFLASH, a, token_s, 0.0, verify, *moe, max_k=max_k,
+                             step_s=step_s, pass_s=pass_s)
 
 
 def _moe_terms(profile: ModelProfile, trial: Trial) -> tuple[float, float]:

@@ -455,15 +455,26 @@ def price_spec(mode: SpecMode, k: int, acceptance: float, token_s: float, draft_
 
 def best_draft_length(mode: SpecMode, acceptance: float, token_s: float, draft_s: float,
                       verify: float, expert_share: float = 0.0, expert_ratio: float = 0.0,
-                      max_k: int = 8, step_s: float = 0.0) -> SpecOutcome:
-    """The draft length (1..max_k) with the best tokens per second, or NO_SPEC."""
+                      max_k: int = 8, step_s: float = 0.0, pass_s: float = 0.0
+                      ) -> SpecOutcome:
+    """The draft length (1..max_k) with the best tokens per second, or NO_SPEC.
+
+    ``pass_s``: seconds of a drafter that drafts the whole block in one pass (DFlash),
+    priced as ``pass_s / k`` per drafted token on top of ``draft_s``.
+    """
     best = NO_SPEC
     for k in range(1, max_k + 1):
-        out = price_spec(mode, k, acceptance, token_s, draft_s, verify, expert_share,
-                         expert_ratio, step_s)
+        out = price_spec(mode, k, acceptance, token_s, draft_s + pass_s / k, verify,
+                         expert_share, expert_ratio, step_s)
         if out.tokens_per_step / out.step_cost > best.tokens_per_step / best.step_cost * 1.01:
             best = out
     return best
+
+
+def spec_decode_tps(token_s: float, spec: SpecOutcome) -> float:
+    """Decode tokens per second with ``spec``: the tokens a verify step yields over what
+    the step costs (plain decode with NO_SPEC). The one place the gain is applied."""
+    return spec.tokens_per_step / (token_s * spec.step_cost) if token_s > 0 else 0.0
 
 
 def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], threads: int,
@@ -511,7 +522,7 @@ def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tu
     times = tuple(device_time(inventory, ld, threads, c, flash) for ld in loads)
     transfer = transfer_time(inventory, hops, n_embd, 1, c)
     token_s = sum(t.total_s for t in times) + transfer
-    decode = spec.tokens_per_step / (token_s * spec.step_cost) if token_s > 0 else 0.0
+    decode = spec_decode_tps(token_s, spec)
     prefill_parts = prefill_time_per_token(inventory, loads, threads, n_ubatch, c)
     per_prompt_token = sum(s for _, s in prefill_parts)
     per_prompt_token += transfer_time(inventory, hops, n_embd, n_ubatch, c) / n_ubatch

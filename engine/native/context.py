@@ -19,11 +19,6 @@ from engine.native.threadpool import ThreadPools
 
 log = logging.getLogger(__name__)
 
-_FLASH = {"auto": -1, "off": 0, "on": 1}
-_GGML_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8,
-               "iq4_nl": 20, "bf16": 30}
-
-
 def context_params(spec: LaunchSpec) -> Any:
     """Translate a spec into ``llama_context_params``."""
     lib = llama()
@@ -34,9 +29,9 @@ def context_params(spec: LaunchSpec) -> Any:
     params.n_seq_max = spec.n_seq_max
     params.n_threads = spec.threads
     params.n_threads_batch = spec.threads_batch
-    params.flash_attn_type = _FLASH[spec.flash_attn]
-    params.type_k = _GGML_TYPES[spec.type_k]
-    params.type_v = _GGML_TYPES[spec.type_v]
+    params.flash_attn_type = spec.flash_attn.id
+    params.type_k = spec.type_k.id
+    params.type_v = spec.type_v.id
     params.offload_kqv = spec.offload_kqv
     params.swa_full = spec.swa_full
     params.kv_unified = spec.kv_unified

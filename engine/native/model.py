@@ -29,7 +29,6 @@ from engine.logs import NATIVE_LOGGER, route_native_log
 
 log = logging.getLogger(__name__)
 
-_SPLIT = {"none": 0, "layer": 1, "row": 2}
 _ALLOC_FAILED = re.compile(r"failed to allocate (\S+) buffer of size (\d+)")
 _UNABLE = re.compile(r"unable to allocate (\S+) buffer")
 _backend_ready = threading.Lock()
@@ -104,7 +103,7 @@ def model_params(spec: LaunchSpec, progress: Callable[[float], bool] | None) -> 
     params = lib.llama_model_default_params()
     keep: list[Any] = []
     params.n_gpu_layers = spec.n_gpu_layers
-    params.split_mode = _SPLIT[spec.split_mode]
+    params.split_mode = spec.split_mode.id
     params.main_gpu = spec.main_gpu
     params.load_mtp = spec.spec_mode == "mtp"  # the NextN layers, for MTP drafting
     if spec.use_mmap and spec.use_mlock:

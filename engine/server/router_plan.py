@@ -7,13 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.launch import LaunchSpec
+from engine.launch import LaunchSpec, spec_of_plan
 from planner.inventory import Inventory
-from planner.plan import Plan, plan
+from planner.plan import Plan, plan, plan_with_projector
 from planner.profile import ModelProfile
 from planner.request import Request
 from planner.residency import Resident, inventory_left
-from planner.vision_plan import plan_with_projector
 
 log = logging.getLogger(__name__)
 
@@ -120,12 +119,8 @@ class RouterPlanner:
 
     def spec(self, path: Path, p: Plan) -> LaunchSpec:
         """What llama.cpp loads for plan ``p``."""
-        spec = LaunchSpec.from_plan_engine(str(path), p.engine)
         projector = self.projector(path) if p.projector is not None else None
-        if projector is not None:
-            spec = spec.with_changes(mmproj_path=str(projector))
-        if self.n_threads:
-            spec = spec.with_changes(n_threads=self.n_threads, n_threads_batch=self.n_threads)
+        spec = spec_of_plan(path, p, n_threads=self.n_threads, mmproj_path=projector)
         return spec if self.warm_up else spec.with_changes(warm_up=False)
 
     def _stamps(self, path: Path) -> _Stamps:

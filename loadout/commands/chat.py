@@ -62,7 +62,7 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
     ``attempt`` > 0 re-plans with a larger memory reserve (after an out-of-memory load);
     ``failed_gpu_plans``: plans that ran out of memory on a GPU, each shrinking it.
     """
-    from engine.launch import PlannedLaunch, _default_spec, plan_launch
+    from engine.launch import PlannedLaunch, plan_launch, unplanned_spec
     from engine.models import resolve_local_model
     from loadout.commands.plan import worker_list
 
@@ -72,8 +72,8 @@ def planned_launch(args: argparse.Namespace, prompt_tokens: int = 512,
         "tensor_split": tuple(float(x) for x in args.tensor_split.split(","))
         if args.tensor_split else None, **spec_overrides(args)}
     if args.no_plan:
-        spec = _default_spec(path, args.ctx, 1, args.threads,
-                             {k: v for k, v in overrides.items() if v is not None})
+        spec = unplanned_spec(path, args.ctx, 1, args.threads,
+                              {k: v for k, v in overrides.items() if v is not None})
         launch = PlannedLaunch(spec, None, note="not planned: --no-plan")
     else:
         launch = plan_launch(path, context=args.ctx, parallel=1, prompt_tokens=prompt_tokens,

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     profiles = [_profile(m) for m in args.model]
     projector = _projector(args)
     if projector is not None:
-        from planner.vision_plan import plan_with_projector
+        from planner.plan import plan_with_projector
 
         offload = not getattr(args, "no_mmproj_offload", False)
         plans = [plan_with_projector(inventory, p, request, projector, offload)
@@ -262,7 +262,7 @@ def render(plan: Plan, model: str) -> str:
         extra = " ".join(f"{k}={v}" for k, v in a.numbers)
         lines.append(f"  advice: {a.code.value} {extra} -> decode {a.decode_tps:.1f} t/s "
                      f"({verdict})")
-    e = p.engine
+    e = p.engine.to_json()  # as the plan document says it
     lines.append(f"Engine: n_gpu_layers={e['n_gpu_layers']} tensor_split={e['tensor_split']} "
                  f"main_gpu={e['main_gpu']} n_ctx={e['n_ctx']} type_k/v={p.kv_type} "
                  f"overrides={len(e['tensor_overrides'])}")

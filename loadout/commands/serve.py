@@ -7,7 +7,6 @@ demand and kept resident by the planner (see ``engine.server.router``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -152,12 +151,10 @@ def _replan(args: argparse.Namespace, model_path: Path, first: Any) -> Any:
 
 
 def _spec_and_plan(args: argparse.Namespace, model_path: Path) -> tuple[Any, Any]:
-    from engine.launch import LaunchSpec
+    from engine.launch import read_spec_file, unplanned_spec
 
     if args.launch_spec is not None:
-        doc = json.loads(args.launch_spec.read_text(encoding="utf-8"))
-        doc["model_path"] = str(model_path)
-        return LaunchSpec.from_json(doc), None
+        return read_spec_file(args.launch_spec, model_path), None
     parallel = max(1, args.parallel)
     if not args.no_plan:
         launch = _planned(args, model_path)
@@ -165,14 +162,8 @@ def _spec_and_plan(args: argparse.Namespace, model_path: Path) -> tuple[Any, Any
             print(launch.note, file=sys.stderr, flush=True)
         if launch.plan is not None:
             return launch.spec, launch.plan
-    changes: dict[str, Any] = {"n_ctx": max(64, args.ctx) * parallel, "n_seq_max": parallel}
-    if args.threads:
-        changes["n_threads"] = args.threads
-    if args.ngl is not None:
-        changes["n_gpu_layers"] = args.ngl
-    if args.kv_type:
-        changes["type_k"] = changes["type_v"] = args.kv_type.lower()
-    return LaunchSpec(model_path=str(model_path), **changes), None
+    pins = {"n_gpu_layers": args.ngl, "kv_type": args.kv_type}
+    return unplanned_spec(model_path, max(64, args.ctx), parallel, args.threads, pins), None
 
 
 def _limits(args: argparse.Namespace) -> tuple[Any, Any]:

@@ -206,7 +206,7 @@ def test_a_worker_lost_mid_answer_offers_to_plan_again_without_it(
     request = dataclasses.replace(window.plan.build_request(), context=2048, parallel=1,
                                   roles=(Role.MAIN, Role.HELPER), tensor_split=(1.0, 1.0))
     split = run_plan(with_gpu_reserve(machine, 0), window.state.profile, request)
-    assert split.fits and split.engine["rpc_workers"] == [kept, lost]
+    assert split.fits and split.engine.rpc_workers == (kept, lost)
     window.control.load(demo_model, launch_spec_from_plan(demo_model, split), request)
     wait_until(lambda: window.engine.state in ("ready", "crashed"), 120, "the engine")
     assert window.engine.state == "ready", window.engine.log_text()
@@ -245,7 +245,7 @@ def test_a_worker_lost_mid_answer_offers_to_plan_again_without_it(
                and not window.runner.busy("plan"), 60, "the new plan")
     doc = plan_document(window.plan.last_plan)
     assert lost not in json.dumps(doc)
-    assert lost not in window.plan.last_plan.engine.get("rpc_workers", [])
+    assert lost not in window.plan.last_plan.engine.rpc_workers
     assert window.plan.load_button.isEnabled()
     window.plan.load_button.click()
     wait_until(lambda: window.engine.state in ("ready", "crashed"), 120, "the new load")

@@ -42,7 +42,7 @@ def test_each_out_of_memory_halves_what_the_device_is_given(tmp_path: Path) -> N
     gpu = smaller.gpus[0]
     assert gpu.free_bytes == used // 2 + reserve_for(inventory.gpus[0])
     second = plan(smaller, profile, request)
-    assert second.engine["n_gpu_layers"] < first.engine["n_gpu_layers"]
+    assert second.engine.n_gpu_layers < first.engine.n_gpu_layers
     assert next(d.used_bytes for d in second.devices if d.id == "gpu0") <= used // 2
     # no layer on the GPU: it still runs the prompt's matmuls (op offload) in its compute
     # buffer, which is what an out-of-memory there halves

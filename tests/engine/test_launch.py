@@ -177,3 +177,20 @@ def test_weights_are_mapped_from_the_file_by_default(llama_gguf: Path) -> None:
     with Engine(LaunchSpec(str(llama_gguf), n_threads=1, n_ctx=256)) as eng:
         log = "\n".join(eng.load_log)
     assert "load_mode = mmap" in log and "CPU_Mapped model buffer size" in log
+
+
+def test_a_plans_spec_reads_back_from_its_file_typed(tmp_path: Path) -> None:
+    from engine.launch import read_spec_file, spec_of_plan, write_spec_file
+    from planner.plan import plan
+    from planner.request import Request
+    from tests.planner import shapes as S
+    from tests.planner.rigs import RTX_3060, RTX_4090, rig
+
+    p = plan(rig(RTX_4090, RTX_3060, ram_gib=64), S.build(S.LLAMA3_70B, "Q4_K_M", 39.59),
+             Request(advise=False, kv_type="q8_0"))
+    spec = spec_of_plan("/m.gguf", p, n_threads=3)
+    back = read_spec_file(write_spec_file(spec, tmp_path))
+    assert back == spec and back.type_k.id == 8 and back.split_mode.id == 1
+    assert back.tensor_split == p.engine.tensor_split and back.n_threads_batch == 3
+    assert read_spec_file(write_spec_file(spec, tmp_path), "/other.gguf").model_path == \
+        "/other.gguf"

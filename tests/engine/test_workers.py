@@ -97,14 +97,14 @@ def test_the_demo_model_planned_across_two_workers(workers: list[str],
     own = plan(inv, profile, quiet)
     # on one machine the workers add nothing: the planner leaves them off, and says why
     assert [r.reason for r in own.roles] == [Code.ROLE_OFF_SAME_HOST] * 2
-    assert "rpc_workers" not in own.engine
+    assert "rpc_workers" not in own.engine.to_json()
     split = plan(inv, profile, replace(quiet, roles=(Role.HELPER, Role.HELPER),
                                        tensor_split=(1.0, 1.0)))
     e = split.engine
     assert split.fits
-    assert e["rpc_workers"] == workers and e["devices"] == ["RPC0", "RPC1"]
-    assert sum(e["tensor_split"]) == profile.n_layers + 1
-    assert e["n_gpu_layers"] == profile.n_layers + 1
+    assert e.rpc_workers == tuple(workers) and e.devices == ("RPC0", "RPC1")
+    assert e.tensor_split is not None and sum(e.tensor_split) == profile.n_layers + 1
+    assert e.n_gpu_layers == profile.n_layers + 1
     layers = split.layout.placement.layer_devices  # type: ignore[union-attr]
     assert layers.count("gpu0") and layers.count("gpu1") and "host" not in layers
     assert {w.code for w in split.warnings} >= {Code.SAME_HOST}

@@ -73,7 +73,7 @@ def answer(pins: list[str]) -> dict[str, Any]:
         finally:
             engine.close()
         out[pin] = {"text": final.text, "tokens": list(final.token_ids), "log": log,
-                    "n_gpu_layers": plan.engine.get("n_gpu_layers")}
+                    "n_gpu_layers": plan.engine.n_gpu_layers}
     return out
 
 
@@ -158,7 +158,7 @@ def oom(device_mib: int) -> dict[str, Any]:
                 inventory[0] = shrink_after_out_of_memory(inventory[0], plans[-1])
             plan = gm.plan_case(gm.Case("oom", "big"), path, inventory[0])
             plans.append(plan)
-            attempts.append({"n_gpu_layers": plan.engine["n_gpu_layers"],
+            attempts.append({"n_gpu_layers": plan.engine.n_gpu_layers,
                              "gpu_planned": next(d.used_bytes for d in plan.devices
                                                  if d.id == "gpu0")})
             return LaunchSpec.from_plan_engine(str(path), plan.engine).with_changes(
@@ -242,7 +242,7 @@ def dryrun_half() -> dict[str, Any]:
     request = Request(context=case.context, parallel=1, advise=False, prompt_tokens=64)
     fixed, check = dr.confirm(str(path), inventory, request, plan)
     return {"check": None if check is None else check.to_json(), "changed": fixed is not plan,
-            "n_gpu_layers": plan.engine.get("n_gpu_layers")}
+            "n_gpu_layers": plan.engine.n_gpu_layers}
 
 
 def split(endpoint: str) -> dict[str, Any]:

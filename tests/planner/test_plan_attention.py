@@ -20,7 +20,7 @@ def _decision(p, code: str) -> dict:  # type: ignore[no-untyped-def]
 
 def test_a_cpu_only_plan_turns_flash_attention_off_and_says_by_how_much() -> None:
     p = plan(CPU_ONLY, S.build(S.LLAMA3_8B, "Q4_K_M"), Request(advise=False))
-    assert p.flash_attn is False and p.engine["flash_attn"] is False
+    assert p.flash_attn is False and p.engine.flash_attn is False
     note = _decision(p, "flash_attn_off_cpu")
     assert note["depth"] == 4096 and note["without_tps"] > 1.5 * note["with_tps"]
 
@@ -40,7 +40,7 @@ def test_without_flash_attention_the_cpu_prediction_slows_less_with_depth() -> N
 def test_a_gpu_plan_and_a_quantized_cache_keep_flash_attention() -> None:
     model = S.build(S.LLAMA3_8B, "Q4_K_M")
     on_gpu = plan(rig(RTX_4090), model, Request(advise=False))
-    assert on_gpu.flash_attn is True and on_gpu.engine["flash_attn"] is True
+    assert on_gpu.flash_attn is True and on_gpu.engine.flash_attn is True
     assert all(n.code.value != "flash_attn_off_cpu" for n in on_gpu.decisions)
     q8 = plan(CPU_ONLY, model, Request(advise=False, kv_type="q8_0"))
     assert q8.kv_type == "q8_0" and q8.flash_attn is True
@@ -91,7 +91,7 @@ def test_a_pinned_flash_attention_is_honoured_or_refused_with_the_reason() -> No
     # the planner's own choice (off) is faster at that depth: the pin is priced and warned
     assert any(w.code.value == "override_slower" for w in on.warnings)
     off_gpu = plan(rig(RTX_4090), model, Request(advise=False, flash_attn=False))
-    assert off_gpu.flash_attn is False and off_gpu.engine["flash_attn"] is False
+    assert off_gpu.flash_attn is False and off_gpu.engine.flash_attn is False
     assert _decision(off_gpu, "flash_attn_user_off") == {"code": "flash_attn_user_off"}
     q8 = plan(CPU_ONLY, model, Request(advise=False, flash_attn=False, kv_type="q8_0"))
     assert q8.flash_attn is True

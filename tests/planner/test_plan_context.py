@@ -64,7 +64,7 @@ def test_parallel_slots_multiply_the_kv_cache() -> None:
     model = S.build(S.LLAMA3_8B, "Q4_K_M")
     one = plan(rig(RTX_4090), model, Request(context=8192, advise=False))
     four = plan(rig(RTX_4090), model, Request(context=8192, parallel=4, advise=False))
-    assert four.engine["n_ctx"] == 4 * 8192 and four.engine["n_seq_max"] == 4
+    assert four.engine.n_ctx == 4 * 8192 and four.engine.n_seq_max == 4
     kv1 = next(d for d in one.devices if d.id == "gpu0").kv_bytes
     kv4 = next(d for d in four.devices if d.id == "gpu0").kv_bytes
     assert 3.9 * kv1 <= kv4 <= 4.1 * kv1

@@ -43,7 +43,7 @@ def test_a_pinned_dflash_drafter_holds_memory_on_the_main_gpu_and_drafts_a_block
     before, outcome, after = seen[0]
     assert p.speculative.mode == SpecMode.DFLASH and outcome.mode == SpecMode.DFLASH
     # and the engine is told to load that drafter
-    assert p.engine["spec_mode"] == "dflash" and p.engine["draft_model_path"] == "/dflash.gguf"
+    assert p.engine.spec_mode == "dflash" and p.engine.draft_model_path == "/dflash.gguf"
     assert p.draft_model == "/dflash.gguf"
     assert outcome.draft_tokens == 4 and outcome.tokens_per_step > 1.5
     # the drafter's weights and its KV cache for the whole context, on the main GPU
@@ -77,7 +77,7 @@ def test_the_final_plan_holds_the_drafter_on_its_device() -> None:
                                      draft_path="/d.gguf", spec=SpecRequest(mode, 4)))
         assert p.speculative.mode == mode
         gpu, gpu0 = (next(d for d in q.devices if d.id == "gpu0") for q in (p, base))
-        held = draft_bytes(drafter, p.engine["n_ctx"])
+        held = draft_bytes(drafter, p.engine.n_ctx)
         # the drafter is in the memory map, and the context left it room
         assert gpu.weights_bytes >= gpu0.weights_bytes + held - (1 << 20), mode
         assert gpu.weights_bytes + gpu.kv_bytes + gpu.compute_bytes + gpu.other_bytes \

@@ -35,5 +35,5 @@ def test_every_plan_is_within_every_gpu_budget_and_serialises(rig_name: str) -> 
                 if d.kind == "gpu" and p.fits:
                     assert d.used_bytes <= d.capacity_bytes - d.reserve_bytes, \
                         (rig_name, model.name, d.id)
-            assert p.engine["n_ctx"] == p.context * p.parallel
+            assert p.engine.n_ctx == p.context * p.parallel
             assert p.context <= model.n_ctx_train

@@ -18,7 +18,7 @@ def test_pinned_ngl_is_honoured_and_priced_with_a_warning_when_slower() -> None:
     inv = rig(RTX_4090)
     own = plan(inv, model, Request(advise=False))
     pinned = plan(inv, model, Request(n_gpu_layers=20, advise=False))
-    assert pinned.engine["n_gpu_layers"] == 20
+    assert pinned.engine.n_gpu_layers == 20
     # llama.cpp keeps the first n_layer + 1 - ngl blocks on the CPU
     devices = pinned.layout.placement.layer_devices  # type: ignore[union-attr]
     assert devices.count("host") == model.n_layers + 1 - 20
@@ -34,7 +34,7 @@ def test_pinned_n_cpu_moe_keeps_the_first_layers_experts_in_ram() -> None:
     pl = p.layout.placement  # type: ignore[union-attr]
     assert [i for i, d in enumerate(pl.expert_devices) if d == "host"] == list(range(10))
     assert all(d == "gpu0" for d in pl.layer_devices)
-    rule = p.engine["tensor_overrides"][0]
+    rule = p.engine.tensor_overrides[0]
     assert rule[1] == "CPU" and "blk\\.(0|1|2|3|4|5|6|7|8|9)\\." in rule[0]
     assert Code.OVERRIDE_SLOWER in _codes(p.warnings)
 
@@ -51,7 +51,7 @@ def test_pinned_tensor_split_is_passed_through_exactly() -> None:
     model = S.build(S.LLAMA3_70B, "Q4_K_M", 39.59)
     p = plan(rig(RTX_3090, RTX_3090), model,
              Request(tensor_split=(3.0, 1.0), context=8192, advise=False))
-    assert p.engine["tensor_split"] == [3.0, 1.0]
+    assert p.engine.tensor_split == (3.0, 1.0)
     devices = p.layout.placement.layer_devices  # type: ignore[union-attr]
     assert devices.count("gpu0") > 2 * devices.count("gpu1")
 
@@ -59,7 +59,7 @@ def test_pinned_tensor_split_is_passed_through_exactly() -> None:
 def test_pinned_kv_type_is_used_as_given() -> None:
     p = plan(rig(RTX_4090), S.build(S.LLAMA3_8B, "Q4_K_M"),
              Request(kv_type="q4_0", advise=False))
-    assert p.kv_type == "q4_0" and p.engine["type_k"] == 2 and p.engine["type_v"] == 2
+    assert p.kv_type == "q4_0" and p.engine.type_k.id == 2 and p.engine.type_v.id == 2
     assert p.flash_attn
 
 
@@ -89,4 +89,4 @@ def test_user_roles_switch_a_gpu_off_and_pick_the_main() -> None:
     assert roles[0] == (Role.OFF, Code.ROLE_OFF_USER)
     assert roles[1] == (Role.MAIN, Code.ROLE_MAIN_USER)
     assert set(p.layout.placement.layer_devices) == {"gpu1"}  # type: ignore[union-attr]
-    assert p.engine["main_gpu"] == 1
+    assert p.engine.main_gpu == 1

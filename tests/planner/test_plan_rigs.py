@@ -41,7 +41,7 @@ def test_moe_on_8gb_gpu_keeps_attention_and_kv_on_gpu_and_experts_in_ram() -> No
     assert sum(d == "host" for d in pl.expert_devices) > model.n_layers // 2
     assert _dev(p, "gpu0").kv_bytes > 0 and _dev(p, "host").kv_bytes == 0
     assert Code.EXPERTS_TO_RAM in p.reasons
-    cpu_rules = [re.compile(o[0]) for o in p.engine["tensor_overrides"] if o[1] == "CPU"]
+    cpu_rules = [re.compile(o[0]) for o in p.engine.tensor_overrides if o[1] == "CPU"]
     on_host = [i for i, d in enumerate(pl.expert_devices) if d == "host"]
     assert cpu_rules[0].search(f"blk.{on_host[0]}.ffn_up_exps.weight")
     assert not cpu_rules[0].search(f"blk.{on_host[0]}.attn_q.weight")
@@ -70,8 +70,8 @@ def test_27b_dense_q4_on_24gb_is_all_on_gpu_with_a_sized_context() -> None:
     assert 32768 <= p.context <= model.n_ctx_train
     gpu0 = _dev(p, "gpu0")
     assert gpu0.used_bytes <= gpu0.capacity_bytes - gpu0.reserve_bytes
-    assert p.engine["n_gpu_layers"] == model.n_layers + 1
-    assert p.engine["n_ctx"] == p.context
+    assert p.engine.n_gpu_layers == model.n_layers + 1
+    assert p.engine.n_ctx == p.context
 
 
 def test_70b_dense_on_two_24gb_gpus_splits_layers_across_both() -> None:
@@ -82,10 +82,10 @@ def test_70b_dense_on_two_24gb_gpus_splits_layers_across_both() -> None:
     assert set(_roles(p).values()) == {Role.MAIN, Role.HELPER}
     helper = next(r for r in p.roles if r.role == Role.HELPER)
     assert helper.reason == Code.ROLE_HELPER_NEEDED
-    split = p.engine["tensor_split"]
+    split = p.engine.tensor_split
     assert split is not None and all(x > 0 for x in split)
     assert sum(split) == model.n_layers + 1
-    assert p.engine["split_mode"] == 1
+    assert p.engine.split_mode.id == 1
 
 
 def test_8gb_card_next_to_a_4090_is_off_with_its_reason() -> None:
@@ -115,14 +115,14 @@ def test_apple_32gb_unified_memory_counts_the_gpu_share_against_ram() -> None:
     host = _dev(p, "host")
     # the GPU's bytes come out of the same RAM: the host budget shrinks by them
     assert host.reserve_bytes >= 5 * 10**9 + _dev(p, "gpu0").used_bytes - GIB
-    assert p.engine["n_gpu_layers"] == model.n_layers + 1
+    assert p.engine.n_gpu_layers == model.n_layers + 1
 
 
 def test_cpu_only_16gb_runs_an_8b_model_on_the_cpu() -> None:
     inv = rig(ram_gib=16, ram_bw=50)
     p = plan(inv, S.build(S.LLAMA3_8B, "Q4_K_M"), QUIET)
     assert p.fits and Code.CPU_ONLY in p.reasons
-    assert p.engine["n_gpu_layers"] == 0 and p.roles == ()
+    assert p.engine.n_gpu_layers == 0 and p.roles == ()
     assert 3 < p.predicted.decode_tps < 15  # ~5 GB at ~40 GB/s effective
 
 

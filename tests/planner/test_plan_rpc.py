@@ -54,18 +54,18 @@ def test_engine_params_name_the_workers_devices_in_layer_order() -> None:
     inv = rig(RTX_3090, remote("RTX 3090", 24, 936, "10.0.0.2:50052"), ram_gib=64)
     p = plan(inv, S.build(S.LLAMA3_70B, "Q4_K_M"), QUIET)
     e = p.engine
-    assert e["rpc_workers"] == ["10.0.0.2:50052"]
-    assert e["devices"] == ["RPC0", "CUDA0"]
+    assert e.rpc_workers == ("10.0.0.2:50052",)
+    assert e.devices == ("RPC0", "CUDA0")
     layers = p.layout.placement.layer_devices  # type: ignore[union-attr]
     counts = [layers.count("gpu1"), layers.count("gpu0")]
-    assert e["tensor_split"] == [float(counts[0]), float(counts[1] + 1)]
-    assert e["main_gpu"] == 1 and e["n_gpu_layers"] == S.LLAMA3_70B.n_layers + 1 - \
+    assert e.tensor_split == (float(counts[0]), float(counts[1] + 1))
+    assert e.main_gpu == 1 and e.n_gpu_layers == S.LLAMA3_70B.n_layers + 1 - \
         layers.count("host")
 
 
 def test_without_workers_the_engine_params_are_unchanged() -> None:
     p = plan(rig(RTX_3090, ram_gib=64), S.build(S.LLAMA3_8B, "Q4_K_M"), QUIET)
-    assert "devices" not in p.engine and "rpc_workers" not in p.engine
+    assert "devices" not in p.engine.to_json() and "rpc_workers" not in p.engine.to_json()
 
 
 def test_a_model_that_fits_locally_stays_local() -> None:
@@ -73,7 +73,7 @@ def test_a_model_that_fits_locally_stays_local() -> None:
     p = plan(inv, S.build(S.LLAMA3_8B, "Q4_K_M"), QUIET)
     assert "gpu1" not in p.layout.placement.layer_devices  # type: ignore[union-attr]
     assert _roles(p)[1][0] == Role.OFF
-    assert _notes(p, Code.REMOTE_NOT_USED) and "rpc_workers" not in p.engine
+    assert _notes(p, Code.REMOTE_NOT_USED) and "rpc_workers" not in p.engine.to_json()
 
 
 def test_a_workers_gpu_is_never_main_while_a_local_gpu_exists() -> None:
@@ -114,9 +114,9 @@ def test_pinned_same_host_workers_are_used_priced_and_warned_about() -> None:
                                  tensor_split=(1.0, 1.0)))
     layers = p.layout.placement.layer_devices  # type: ignore[union-attr]
     assert set(layers) == {"gpu0", "gpu1"}
-    assert p.engine["devices"] == ["RPC0", "RPC1"]
-    assert p.engine["rpc_workers"] == ["127.0.0.1:50051", "127.0.0.1:50052"]
-    split = p.engine["tensor_split"]
+    assert p.engine.devices == ("RPC0", "RPC1")
+    assert p.engine.rpc_workers == ("127.0.0.1:50051", "127.0.0.1:50052")
+    split = p.engine.tensor_split
     assert sum(split) == model.n_layers + 1 and all(s > 0 for s in split)
     assert len(_notes(p, Code.SAME_HOST)) == 2
     # same cores, same RAM, plus the calls: slower than not using them
@@ -156,4 +156,4 @@ def test_a_remote_only_main_is_used_when_this_machine_cannot_hold_the_model() ->
     p = plan(rig(worker, ram_gib=8, ram_bw=40.0), S.build(S.LLAMA3_8B, "Q4_K_M"), QUIET)
     layers = p.layout.placement.layer_devices  # type: ignore[union-attr]
     assert p.fits and set(layers) == {"gpu0"}
-    assert p.engine["devices"] == ["RPC0"] and p.engine["rpc_workers"] == ["10.0.0.2:50052"]
+    assert p.engine.devices == ("RPC0",) and p.engine.rpc_workers == ("10.0.0.2:50052",)

@@ -21,7 +21,7 @@ def test_layers_stay_on_a_software_device_but_its_speeds_are_flagged_nominal() -
     soft = plan(rig(LAVAPIPE, ram_gib=16), model, Request())
     real = plan(rig(replace(LAVAPIPE, software=False), ram_gib=16), model, Request())
     # placement is unchanged: the device still takes the layers (the Vulkan tests rely on it)
-    assert soft.engine["n_gpu_layers"] == real.engine["n_gpu_layers"] > 0
+    assert soft.engine.n_gpu_layers == real.engine.n_gpu_layers > 0
     notes = [dict(w.numbers) for w in soft.warnings if w.code == Code.SOFTWARE_DEVICE_SPEED]
     assert notes == [{"gpu": 0, "name": LAVAPIPE.name}]
     assert soft.speed_nominal and soft.to_json()["predicted"]["nominal"] is True

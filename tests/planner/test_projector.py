@@ -64,8 +64,7 @@ def _gemma_projector() -> pj.ProjectorProfile:
 
 
 def test_the_projector_has_its_room_on_the_main_gpu_before_the_model_is_placed() -> None:
-    from planner.plan import plan
-    from planner.vision_plan import plan_with_projector
+    from planner.plan import plan, plan_with_projector
     from tests.planner import shapes as S
     from tests.planner.rigs import RTX_3060, rig
 
@@ -91,7 +90,7 @@ def test_the_projector_has_its_room_on_the_main_gpu_before_the_model_is_placed()
 
 
 def test_a_projector_not_offloaded_lives_in_host_ram() -> None:
-    from planner.vision_plan import plan_with_projector
+    from planner.plan import plan_with_projector
     from tests.planner import shapes as S
     from tests.planner.rigs import RTX_4090, rig
 
@@ -101,7 +100,7 @@ def test_a_projector_not_offloaded_lives_in_host_ram() -> None:
     host = next(d for d in p.devices if d.id == "host")
     assert p.projector is not None and p.projector.device == "host"
     assert host.projector_bytes == p.projector.total_bytes
-    assert p.engine["mmproj_offload"] is False
+    assert p.engine.mmproj_offload is False
 
 
 def test_a_request_with_a_projector_plans_it_through_plan() -> None:
@@ -125,8 +124,7 @@ def test_gemma3_pools_its_patches_and_prices_the_siglip_graph() -> None:
 
 def test_this_machines_measured_prefill_slows_the_encoder_alike() -> None:
     from planner.machine_fit import RunSample, model_key, plan_regime
-    from planner.plan import plan
-    from planner.vision_plan import plan_with_projector
+    from planner.plan import plan, plan_with_projector
     from tests.planner import shapes as S
     from tests.planner.rigs import RTX_4090, rig
 
