@@ -62,12 +62,6 @@ class MapBar:
         return sum(s.nbytes for s in self.segments if s.kind == kind)
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
-    """The ``loadout.plan/1`` document of ``plan``, for what needs JSON (a file, a process
-    boundary); the pages read the Plan itself."""
-    return plan.to_json()
-
-
 def expert_bytes(profile: ModelProfile | None, ranges: LayerRanges) -> int:
     """Bytes of the routed experts of the blocks in ``ranges`` (0 without a profile)."""
     if profile is None or not ranges:
