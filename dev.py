@@ -187,7 +187,7 @@ def test(args: list[str]) -> int:
     env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
     checks = [
         [str(py), "-m", "ruff", "check", "."],
-        [str(py), "-m", "mypy", "planner", "engine", "loadout"],
+        [str(py), "-m", "mypy", "planner", "engine", "app", "loadout"],
         [str(VENV / ("Scripts" if os.name == "nt" else "bin") / "lint-imports")],
     ]
     for cmd in checks:

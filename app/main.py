@@ -47,6 +47,7 @@ from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from engine import engine_select
 from planner.inventory import Inventory
+from planner.plan_types import Plan
 from planner.profile import ModelProfile
 from planner.projector import ProjectorProfile
 
@@ -279,12 +280,12 @@ class MainWindow(QMainWindow):
         self._chat_after_plan = Path(path)
         self.select_model(path, show=False)
 
-    def _on_plan_shown(self, plan: object) -> None:
+    def _on_plan_shown(self, plan: Plan) -> None:
         target = self._chat_after_plan
         if target is None or self.state.model_path != target:
             return
         self._chat_after_plan = None
-        if getattr(plan, "fits", False):
+        if plan.fits:
             self.load_plan()
             self.show_page("chat")
         else:

@@ -7,15 +7,15 @@ for the planning process (:mod:`app.plan_process`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from app import plan_process
 from planner.inventory import Inventory
+from planner.plan_types import Plan
 from planner.profile import ModelProfile
 from planner.request import Request
 
 
-def run_plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+def run_plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     """Plan (runs in a worker thread, which waits for the planning process)."""
     return plan_process.plan(inventory, profile, request)
 
@@ -33,6 +33,6 @@ def with_gpu_reserve(inventory: Inventory, reserve_bytes: int) -> Inventory:
     return dataclasses.replace(inventory, gpus=tuple(gpus))
 
 
-def run_advice(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+def run_advice(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     """The same plan with its "what would make this faster" advice (several more plans)."""
     return run_plan(inventory, profile, dataclasses.replace(request, advise=True))

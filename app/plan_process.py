@@ -19,11 +19,14 @@ import sys
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TYPE_CHECKING
 
 from planner.inventory import Inventory
 from planner.profile import ModelProfile
 from planner.request import Request
+
+if TYPE_CHECKING:  # planner.plan is imported where plans are made (the child, _plan)
+    from planner.plan_types import Plan
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +51,10 @@ def _child_init() -> None:
     watch_parent(None, os.getppid())
 
 
-def _plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+def _plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     from planner.plan import plan
 
-    result = plan(inventory, profile, request)
-    return result
+    return plan(inventory, profile, request)
 
 
 # In the child: the profiles it was sent, by key (a profile of 1,000 tensors takes
@@ -65,7 +67,7 @@ class _ProfileMissing(LookupError):
 
 
 def _plan_by_key(key: int, profile: ModelProfile | None, inventory: Inventory,
-                 request: Request) -> Any:
+                 request: Request) -> Plan:
     if profile is not None:
         _child_profiles.clear()  # one model at a time
         _child_profiles[key] = profile
@@ -101,7 +103,7 @@ def stop() -> None:
         executor.shutdown(wait=True, cancel_futures=True)
 
 
-def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
+def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
     """``planner.plan.plan`` in the planning process (or here, see the module doc)."""
     if not in_process_enabled():
         return _plan(inventory, profile, request)
@@ -116,7 +118,7 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Any:
                 _sent = (key, profile)
         pool = _pool()
         with _lock:  # submitted in the order the keys were decided
-            future: Future[Any] = pool.submit(_plan_by_key, key, payload, inventory, request)
+            future: Future[Plan] = pool.submit(_plan_by_key, key, payload, inventory, request)
         try:
             return future.result()
         except _ProfileMissing:

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.settings_store import AppSettings, save_settings
 from planner.inventory import Inventory
+from planner.plan_types import Plan
 from planner.profile import ModelProfile
 from planner.projector import ProjectorProfile
 
@@ -29,7 +30,7 @@ class AppState(QObject):
     sig_machine_changed = Signal()
     sig_model_changed = Signal()
     sig_settings_changed = Signal()
-    sig_plan_changed = Signal(object)
+    sig_plan_changed = Signal(object)  # the Plan (None: no plan)
     sig_runs_recorded = Signal()  # this machine's measured runs changed: plan again
 
     def __init__(self, settings: AppSettings, parent: QObject | None = None) -> None:
@@ -41,7 +42,7 @@ class AppState(QObject):
         self.model_path: Path | None = None
         self.profile: ModelProfile | None = None
         self.projector: ProjectorProfile | None = None  # the model's vision projector
-        self.plan: object | None = None
+        self.plan: Plan | None = None
 
     def machine(self) -> Inventory | None:
         """The inventory plans are made for: the what-if rig, else this machine."""
@@ -75,7 +76,7 @@ class AppState(QObject):
         self.model_path, self.profile, self.projector = path, profile, projector
         self.sig_model_changed.emit()
 
-    def set_plan(self, plan: object) -> None:
+    def set_plan(self, plan: Plan | None) -> None:
         """Record the newest plan (the status bar and Home show its roles)."""
         self.plan = plan
         self.sig_plan_changed.emit(plan)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication
+
+if TYPE_CHECKING:
+    from planner.plan_types import Plan
 
 log = logging.getLogger(__name__)
 
@@ -303,16 +306,9 @@ def _readable(fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def plan_roles(plan: Any) -> dict[int, tuple[str, str]]:
+def plan_roles(plan: Plan | None) -> dict[int, tuple[str, str]]:
     """GPU index -> (role code, reason sentence), from a Plan (or nothing)."""
     if plan is None:
         return {}
-    from app.plan_view import plan_document
-
-    doc = plan_document(plan)
-    roles: dict[int, tuple[str, str]] = {}
-    for entry in doc.get("roles", []):
-        reason = entry.get("reason") or ""
-        roles[int(entry.get("gpu", 0))] = (str(entry.get("role", "")),
-                                           code_sentence(str(reason)) if reason else "")
-    return roles
+    return {r.gpu: (r.role.value, code_sentence(r.reason.value) if r.reason else "")
+            for r in plan.roles}

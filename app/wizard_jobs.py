@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.hub.errors import (
     DownloadInProgressError,
@@ -26,6 +26,7 @@ from engine.hub.errors import (
 from planner.inventory import Inventory
 
 if TYPE_CHECKING:
+    from engine.hub.downloads import DownloadPlan
     from engine.hub.recommend import Recommendations
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class RecommendOutcome:
     """
 
     task: str
-    result: Any = None               # engine.hub.recommend.Recommendations
+    result: Recommendations | None = None
     problem: Problem | None = None
     detail: str = ""
     downloaded: dict[str, Path] = field(default_factory=dict)
@@ -119,7 +120,7 @@ class DownloadOutcome:
     """The result of planning, running or discarding one download."""
 
     stage: DownloadStage
-    plan: Any = None                 # engine.hub.downloads.DownloadPlan
+    plan: DownloadPlan | None = None
     path: Path | None = None         # the model file, once complete
     problem: Problem | None = None
     detail: str = ""
@@ -136,7 +137,7 @@ class AnyEvent(threading.Event):
         return super().is_set() or any(e.is_set() for e in self._events)
 
 
-def _failure(exc: HubError, plan: Any = None) -> DownloadOutcome:
+def _failure(exc: HubError, plan: DownloadPlan | None = None) -> DownloadOutcome:
     kinds: tuple[tuple[type[HubError], Problem], ...] = (
         (HubOfflineError, Problem.OFFLINE), (HubNotFoundError, Problem.NOT_FOUND),
         (IntegrityError, Problem.CORRUPT), (DownloadInProgressError, Problem.BUSY))
@@ -174,18 +175,19 @@ def run_download(spec: str, stop: threading.Event,
     from engine.hub.downloads import Status, download
 
     planned = plan_model_download(spec)
-    if planned.stage is not DownloadStage.PLANNED:
+    plan = planned.plan
+    if planned.stage is not DownloadStage.PLANNED or plan is None:
         return planned
     try:
-        result = download(planned.plan, progress=progress, cancel=stop)
+        result = download(plan, progress=progress, cancel=stop)
     except HubError as exc:
-        return _failure(exc, planned.plan)
+        return _failure(exc, plan)
     if result.status is Status.PAUSED:
-        return DownloadOutcome(DownloadStage.PAUSED, plan=planned.plan)
-    return DownloadOutcome(DownloadStage.COMPLETE, plan=planned.plan, path=result.model_path)
+        return DownloadOutcome(DownloadStage.PAUSED, plan=plan)
+    return DownloadOutcome(DownloadStage.COMPLETE, plan=plan, path=result.model_path)
 
 
-def discard_download(plan: Any) -> DownloadOutcome:
+def discard_download(plan: DownloadPlan) -> DownloadOutcome:
     """Cancel for good: remove the partial files of ``plan`` (a DownloadPlan)."""
     from engine.hub.downloads import discard
 

@@ -10,7 +10,6 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -32,7 +31,7 @@ from app.accessible import set_name
 from app.formatting import fmt_seconds, fmt_tokens, fmt_tps
 from app.pages.whatif_dialog import WhatIfDialog
 from app.plan_jobs import run_advice, run_plan, with_gpu_reserve
-from app.plan_view import advice, memory_bars, messages, plan_document, prediction
+from app.plan_view import advice, memory_bars, messages, reads_from_disk, weights_on_gpu
 from app.state import AppState
 from app.texts import code_sentence, kv_text, spec_text, task_text
 from app.theme import warning_color
@@ -41,6 +40,8 @@ from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
 from engine import dry_run, run_records
 from planner.inventory import Inventory
+from planner.plan_types import Plan
+from planner.projector import image_ttft_s
 from planner.request import Request, Role, SpecMode, SpecRequest, TaskKind
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,9 @@ class PlanPage(QWidget):
         self._runner = runner
         self._busy = False
         self._requested_at = 0.0
-        self.last_plan: Any = None
-        self.last_advice: Any = None
-        self.baseline_plan: Any = None
+        self.last_plan: Plan | None = None
+        self.last_advice: Plan | None = None
+        self.baseline_plan: Plan | None = None
         self.advice_pending = False
         self.last_request: Request | None = None
         self.plan_latency_s = 0.0
@@ -219,19 +220,17 @@ class PlanPage(QWidget):
         kv = self.kv.currentData()
         spec = self.spec.currentData()
         roles = self.roles.roles()
-        fields: dict[str, Any] = {
-            "context": CONTEXT_STEPS[step - 1] if step > 0 else None,
-            "parallel": self.parallel.value(),
-            "task": TaskKind(self.task.currentData() or "chat"),
-            "kv_type": None if kv in (None, "auto") else str(kv),
-            "spec": None if spec in (None, "auto") else SpecRequest(SpecMode(spec)),
-            "roles": tuple(Role(r) for r in roles) if roles is not None else None,
-            "gpu_order": self.roles.gpu_order(),
-            "host_reserve_bytes": self._state.settings.host_reserve_bytes,
-            "advise": False,
-            "projector": getattr(self._state, "projector", None),
-        }
-        return Request(**fields)
+        return Request(
+            context=CONTEXT_STEPS[step - 1] if step > 0 else None,
+            parallel=self.parallel.value(),
+            task=TaskKind(self.task.currentData() or "chat"),
+            kv_type=None if kv in (None, "auto") else str(kv),
+            spec=None if spec in (None, "auto") else SpecRequest(SpecMode(spec)),
+            roles=tuple(Role(r) for r in roles) if roles is not None else None,
+            gpu_order=self.roles.gpu_order(),
+            host_reserve_bytes=self._state.settings.host_reserve_bytes,
+            advise=False,
+            projector=self._state.projector)
 
     def request_plan(self) -> None:
         """Plan again for the current model, machine and controls (newest wins)."""
@@ -250,11 +249,12 @@ class PlanPage(QWidget):
         path = self._state.model_path
         own_machine = self._state.whatif is None  # a what-if rig has no runs of its own
 
-        def job(_job: Job) -> Any:  # then llama.cpp's dry run of it (engine.dry_run)
+        def job(_job: Job) -> Plan:  # then llama.cpp's dry run of it (engine.dry_run)
             asked = dataclasses.replace(request, machine_runs=run_records.samples()) \
                 if own_machine else request
-            return dry_run.confirm_for(path, inventory, asked,
-                                       run_plan(inventory, profile, asked))
+            checked: Plan = dry_run.confirm_for(path, inventory, asked,
+                                                run_plan(inventory, profile, asked))
+            return checked
 
         # The plan itself comes first (fast); its advice costs several more plans, so it
         # starts once the controls have been still for a moment (see _on_plan_done).
@@ -270,13 +270,13 @@ class PlanPage(QWidget):
         inventory = with_gpu_reserve(detected, self._state.settings.gpu_reserve_bytes)
         own = dataclasses.replace(request, roles=None, gpu_order=None)  # its own GPUs
 
-        def job(_job: Job) -> Any:  # this machine: corrected by its runs, as its own plan
+        def job(_job: Job) -> Plan:  # this machine: corrected by its runs, as its own plan
             return run_plan(inventory, profile,
                             dataclasses.replace(own, machine_runs=run_records.samples()))
 
         self._runner.submit("baseline", job, self._on_baseline_done)
 
-    def _on_baseline_done(self, plan: Any) -> None:
+    def _on_baseline_done(self, plan: Plan) -> None:
         if self._state.whatif is None:
             return
         self.baseline_plan = plan
@@ -287,7 +287,7 @@ class PlanPage(QWidget):
         if self.baseline_plan is None or self._state.whatif is None:
             self.compare_label.setVisible(False)
             return
-        pred = prediction(plan_document(self.baseline_plan))
+        pred = self.baseline_plan.predicted
         self.compare_label.setText(self.tr(
             "This machine, for comparison: decode {decode} t/s, prefill {prefill} t/s, "
             "time to first token {ttft}.").format(
@@ -322,13 +322,13 @@ class PlanPage(QWidget):
         if inventory is None or profile is None or request is None:
             return
 
-        def advice_job(_job: Job) -> Any:
+        def advice_job(_job: Job) -> Plan:
             return run_advice(inventory, profile, request)
 
         self._runner.submit("advice", advice_job,
                             lambda full: self._on_advice_done(request, full))
 
-    def _on_plan_done(self, plan: Any) -> None:
+    def _on_plan_done(self, plan: Plan) -> None:
         self.plan_latency_s = time.perf_counter() - self._requested_at
         self._advice_timer.start()
         if self.last_request is not None:  # after the plan: never delays it
@@ -339,7 +339,7 @@ class PlanPage(QWidget):
         self._show_plan()
         self.sig_plan_shown.emit(plan)
 
-    def _on_advice_done(self, request: Request, plan: Any) -> None:
+    def _on_advice_done(self, request: Request, plan: Plan) -> None:
         if request != self.last_request:
             return  # a newer request is on its way
         self.advice_pending = False
@@ -352,13 +352,11 @@ class PlanPage(QWidget):
         if plan is None:
             self.advice_label.setText(self.tr("Working out what would make this faster…"))
             return
-        bottleneck, tips = advice(plan_document(plan))
+        bottleneck, tips = advice(plan)
         lines = [f"<p><b>{code_sentence(bottleneck)}</b></p>"] if bottleneck else []
         for tip in tips:
-            text = code_sentence(tip.code, dict(tip.fields))
-            if tip.decode_tps is not None:
-                text = self.tr("{advice} → decode {tps} t/s").format(
-                    advice=text, tps=fmt_tps(tip.decode_tps))
+            text = self.tr("{advice} → decode {tps} t/s").format(
+                advice=code_sentence(tip.code, dict(tip.fields)), tps=fmt_tps(tip.decode_tps))
             lines.append(f"<p>• {text}</p>")
         self.advice_label.setText("".join(lines) or self.tr("No advice for this plan."))
 
@@ -375,8 +373,7 @@ class PlanPage(QWidget):
         running = self._engine_state in ("loading", "ready")
         this_one = running and (engine_model is None or selected is None
                                 or Path(engine_model) == Path(selected))
-        fits = self.last_plan is not None and bool(
-            plan_document(self.last_plan).get("fits", False))
+        fits = self.last_plan is not None and self.last_plan.fits
         whatif = self._state.whatif is not None  # planned for hardware not here
         self.load_button.setEnabled(fits and not whatif and self._engine_state != "stopping")
         if whatif:
@@ -412,70 +409,62 @@ class PlanPage(QWidget):
         if plan is None:
             self._show_empty()
             return
-        doc = plan_document(plan)
         inventory = self._state.machine()
         names = {g.index: g.name for g in inventory.gpus} if inventory else {}
-        self.memory_map.set_bars(memory_bars(doc, names, self._state.profile))
+        self.memory_map.set_bars(memory_bars(plan, names, self._state.profile))
         self.roles.set_planned(
-            {int(r.get("gpu", 0)): str(r.get("role", "")) for r in doc.get("roles", [])},
-            {int(r.get("gpu", 0)): code_sentence(str(r.get("reason", "")))
-             for r in doc.get("roles", []) if r.get("reason")})
-        pred = prediction(doc)
+            {r.gpu: r.role.value for r in plan.roles},
+            {r.gpu: code_sentence(r.reason.value) for r in plan.roles if r.reason})
+        pred, nominal = plan.predicted, plan.speed_nominal
         figures = (fmt_tps(pred.decode_tps), fmt_tps(pred.prefill_tps), fmt_seconds(pred.ttft_s))
         for value, figure in zip(self.speed_values, figures, strict=True):
             # a software device's speed is not predicted: its warning says why
-            value.setText("—" if pred.nominal else figure)
+            value.setText("—" if nominal else figure)
             value.setToolTip(self.tr("Nominal figure, not predicted for a software device: "
-                                     "{figure}").format(figure=figure) if pred.nominal else "")
+                                     "{figure}").format(figure=figure) if nominal else "")
         if pred.prompt_tokens:
             self.speed_names[2].setText(self.tr("time to first token ({tokens}-token prompt)")
                                         .format(tokens=pred.prompt_tokens))
-        self._show_calibration(doc.get("predicted", {}) or {})
-        fits = bool(doc.get("fits", False))
-        if not fits:
+        self._show_calibration(plan)
+        if not plan.fits:
             summary = self.tr("Does not fit as asked.")
-        elif "fits_with_disk_streaming" in doc.get("reasons", []):
+        elif reads_from_disk(plan):
             summary = self.tr("Runs only by reading from disk. Context {context} per sequence "
                               "× {parallel}, KV {kv}, speculation {spec}.")
         else:
             summary = self.tr("Fits. Context {context} per sequence × {parallel}, KV {kv}, "
                               "speculation {spec}.")
-        spec = doc.get("speculative", {}) or {}
         self.fit_label.setText(summary.format(
-            context=fmt_tokens(int(doc.get("context", 0))), parallel=doc.get("parallel", 1),
-            kv=kv_text(str(doc.get("kv_type", "f16"))),
-            spec=spec_text(str(spec.get("mode", "off")))))
-        projector = doc.get("projector")
-        if isinstance(projector, dict):
+            context=fmt_tokens(plan.context), parallel=plan.parallel,
+            kv=kv_text(plan.kv_type), spec=spec_text(plan.speculative.mode.value)))
+        if plan.projector is not None:
+            ttft = image_ttft_s(pred.ttft_s, pred.prefill_tps, plan.projector)
             self.fit_label.setText(self.fit_label.text() + " " + self.tr(
                 "Reads images: {tokens} tokens each, time to first token with one image "
-                "{ttft}.").format(tokens=int(projector.get("image_tokens", 0)),
-                                  ttft=fmt_seconds(float(projector.get("image_ttft_s", 0.0)))))
+                "{ttft}.").format(tokens=plan.projector.image_tokens, ttft=fmt_seconds(ttft)))
         check = dry_run.check_of(plan)
         if check is not None:
             self.fit_label.setText(self.fit_label.text() + " " + self._check_text(check))
-        on_gpu = any(d.get("kind") == "gpu" and int(d.get("weights_bytes", 0) or 0) > 0
-                     for d in doc.get("devices", []) if isinstance(d, dict))
+        on_gpu = weights_on_gpu(plan)
         items = [(m.warning, code_sentence(
             "fits_in_ram" if m.code == "fits" and not on_gpu else m.code, dict(m.fields)))
-            for m in messages(doc)]
+            for m in messages(plan)]
         warn_color = warning_color()
         self.messages_label.setText("".join(
             f'<p><span style="color: {warn_color}">⚠</span> {text}</p>' if warn
             else f"<p>• {text}</p>" for warn, text in items))
         self._show_advice()
 
-    def _show_calibration(self, predicted: dict[str, Any]) -> None:
-        runs = int((predicted.get("calibration") or {}).get("runs", 0))
-        raw = predicted.get("raw") or {}
-        self.calibration_label.setVisible(runs > 0 and bool(raw))
-        if runs > 0 and raw:
+    def _show_calibration(self, plan: Plan) -> None:
+        runs = plan.calibration.runs if plan.calibration is not None else 0
+        raw = plan.raw_predicted
+        self.calibration_label.setVisible(runs > 0 and raw is not None)
+        if runs > 0 and raw is not None:
             self.calibration_label.setText(self.tr(
                 "Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} "
                 "t/s, prefill {prefill} t/s, time to first token {ttft}.").format(
-                runs=runs, decode=fmt_tps(float(raw.get("decode_tps", 0.0))),
-                prefill=fmt_tps(float(raw.get("prefill_tps", 0.0))),
-                ttft=fmt_seconds(float(raw.get("ttft_s", 0.0)))))
+                runs=runs, decode=fmt_tps(raw.decode_tps), prefill=fmt_tps(raw.prefill_tps),
+                ttft=fmt_seconds(raw.ttft_s)))
 
     def _check_text(self, check: dry_run.Check) -> str:
         rows = check.before or check.devices

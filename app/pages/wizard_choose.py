@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
@@ -27,13 +27,16 @@ from PySide6.QtWidgets import (
 )
 
 from app.formatting import fmt_bytes, fmt_seconds, fmt_tokens, fmt_tps
-from app.plan_view import memory_bars, plan_document
+from app.plan_view import memory_bars
 from app.texts import code_sentence, task_text
 from app.theme import is_dark, segment_color, warning_color
 from app.widgets.memory_map import MemoryMap
 from app.wizard_jobs import Problem, RecommendOutcome, find_recommendations
 from app.workers import Job, WorkerRunner
 from planner.inventory import Inventory
+
+if TYPE_CHECKING:
+    from engine.hub.recommend import Recommendation
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,7 @@ class ChooseStep(QWidget):
         self.outcome: RecommendOutcome | None = None
         self.busy = False
         self._progress: tuple[int, int] = (0, 0)
-        self._rows: list[tuple[QTreeWidgetItem, Any]] = []  # (row, Recommendation)
+        self._rows: list[tuple[QTreeWidgetItem, Recommendation]] = []
         self._build()
         self.retranslate()
 
@@ -145,7 +148,7 @@ class ChooseStep(QWidget):
             self._asked = None
             self.start(inventory, task)
 
-    def selected(self) -> Any:
+    def selected(self) -> Recommendation | None:
         """The Recommendation selected (None: nothing yet)."""
         item = self.tree.currentItem()
         return next((rec for row, rec in self._rows if row is item), None)
@@ -232,7 +235,7 @@ class ChooseStep(QWidget):
             return
         inventory = self._asked[0] if self._asked else None
         names = {g.index: g.name for g in inventory.gpus} if inventory else {}
-        self.memory_map.set_bars(memory_bars(plan_document(rec.plan), names)
+        self.memory_map.set_bars(memory_bars(rec.plan, names)
                                  if rec.plan is not None else ())
         self.details_box.setTitle(self.tr("{name} · {quant}: where every byte goes").format(
             name=rec.name, quant=rec.quant))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
@@ -36,6 +36,9 @@ from app.wizard_jobs import (
 )
 from app.workers import Job, WorkerRunner
 
+if TYPE_CHECKING:
+    from engine.hub.downloads import DownloadPlan
+
 log = logging.getLogger(__name__)
 
 LANE = "wizard-download"
@@ -59,7 +62,7 @@ class DownloadStep(QWidget):
         self.stage = "idle"
         self.spec = ""
         self.title_text = ""
-        self.plan: Any = None                      # engine.hub.downloads.DownloadPlan
+        self.plan: DownloadPlan | None = None
         self.path: Path | None = None
         self.last_progress: Any = None
         self._problem: DownloadOutcome | None = None
@@ -170,6 +173,8 @@ class DownloadStep(QWidget):
 
     def _discard(self) -> None:
         plan = self.plan
+        if plan is None:
+            return
 
         def job(_job: Job) -> DownloadOutcome:
             return discard_download(plan)
@@ -179,11 +184,11 @@ class DownloadStep(QWidget):
 
     # -- results ----------------------------------------------------------------------
     def _on_checked(self, outcome: DownloadOutcome) -> None:
-        self.plan = outcome.plan
+        self.plan = plan = outcome.plan
         if outcome.stage is DownloadStage.COMPLETE and outcome.path is not None:
             self._complete(outcome.path)
-        elif outcome.stage is DownloadStage.PLANNED:
-            kept = self.plan.total_bytes - self.plan.remaining_bytes
+        elif outcome.stage is DownloadStage.PLANNED and plan is not None:
+            kept = plan.total_bytes - plan.remaining_bytes
             self._set_stage("paused" if kept > 0 else "ready")
         else:
             self._problem = outcome
@@ -360,7 +365,7 @@ class DownloadStep(QWidget):
         self._refresh()
 
 
-def _unverified(plan: Any, path: Path) -> bool:
+def _unverified(plan: DownloadPlan | None, path: Path) -> bool:
     """Whether any file of a finished download was kept without a sha256 from the hub to
     check it by (recorded by the downloader)."""
     from engine.hub.verification import verification_of

@@ -11,7 +11,14 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from planner.inventory import Inventory
+    from planner.plan_types import Note, Plan
+    from planner.profile import ModelProfile
+    from planner.projector import ProjectorProfile
+    from planner.request import Request
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +67,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _profile(spec: str) -> Any:
+def _profile(spec: str) -> ModelProfile:
     if spec.startswith("hf:"):
         from engine.hub.remote import load_remote_profile
 
@@ -72,7 +79,7 @@ def _profile(spec: str) -> Any:
 
 
 def _inventory(rig: str | None, workers: str | None = None,
-               link_gbps: float | None = None) -> Any:
+               link_gbps: float | None = None) -> Inventory:
     from engine.rig_file import inventory_for
 
     inventory = inventory_for(rig)
@@ -92,7 +99,7 @@ def worker_list(text: str | None) -> list[str]:
     return [w.strip() for w in (text or "").split(",") if w.strip()]
 
 
-def build_request(args: argparse.Namespace) -> Any:
+def build_request(args: argparse.Namespace) -> Request:
     """The planner Request for these arguments (draft model profile loaded)."""
     from planner.request import Priority, Request, Role, SpecRequest, TaskKind
 
@@ -115,7 +122,7 @@ def build_request(args: argparse.Namespace) -> Any:
         else None, rope_scaling=args.rope_scaling, advise=not args.no_advice)
 
 
-def _projector(args: argparse.Namespace) -> Any:
+def _projector(args: argparse.Namespace) -> ProjectorProfile | None:
     """The projector profile to plan with: --mmproj, else the one paired with the (first,
     local) model; None with --no-mmproj or when there is none."""
     if getattr(args, "no_mmproj", False):
@@ -188,11 +195,11 @@ def _gib(n: float) -> str:
     return f"{n / (1 << 30):.2f} GiB"
 
 
-def _ranges(rs: Any) -> str:
+def _ranges(rs: tuple[tuple[int, int], ...]) -> str:
     return ",".join(f"{a}-{b - 1}" if b - a > 1 else str(a) for a, b in rs) or "-"
 
 
-def render(plan: Any, model: str) -> str:
+def render(plan: Plan, model: str) -> str:
     """The readable plan: roles, memory map, spills, speeds, reasons, warnings, advice."""
     p = plan
     lines = [f"Plan for {model} ({p.quant}): {'fits' if p.fits else 'DOES NOT FIT'}"
@@ -246,8 +253,8 @@ def render(plan: Any, model: str) -> str:
         b = p.bottleneck
         lines.append(f"Bottleneck: {b.kind.value} on {b.device} ({b.what}, "
                      f"{b.share * 100:.0f}% of the time per token)")
-    for d in p.decisions:
-        lines.append(f"  decision: {_note(d)}")
+    for n in p.decisions:
+        lines.append(f"  decision: {_note(n)}")
     for w in p.warnings:
         lines.append(f"  warning: {_note(w)}")
     for a in p.advice:
@@ -264,5 +271,5 @@ def render(plan: Any, model: str) -> str:
     return "\n".join(lines)
 
 
-def _note(note: Any) -> str:
+def _note(note: Note) -> str:
     return str(note.code.value) + "".join(f" {k}={v}" for k, v in note.numbers)

@@ -54,9 +54,7 @@ def test_the_plan_page_loaded_the_engine_following_its_progress(window: Any) -> 
     assert window.plan.unload_button.isVisible()
     assert window.plan.load_button.text() == "Load again"
     # the engine carries out the plan shown: its context and slots
-    from app.plan_view import plan_document
-
-    doc = plan_document(window.plan.last_plan)
+    doc = window.plan.last_plan.to_json()
     spec = window.engine.spec
     assert spec.n_seq_max == doc["parallel"] == 2
     assert spec.n_ctx == doc["context"] * doc["parallel"]
@@ -214,10 +212,7 @@ def test_engine_killed_mid_answer_shows_why_and_a_safer_retry_loads_again(
     assert new_spec.n_gpu_layers >= 0 and (new_spec.n_gpu_layers < old_spec.n_gpu_layers
                                            or old_spec.n_gpu_layers <= 0)
     # planned again by the planner, with more memory kept free
-    from app.plan_view import plan_document
-
-    before, after = (plan_document(p) for p in (window.plan.last_plan,
-                                                  window.control.retry_plan))
+    before, after = (p.to_json() for p in (window.plan.last_plan, window.control.retry_plan))
     reserve = {d["id"]: d["reserve_bytes"] for d in before["devices"]}
     assert any(d["reserve_bytes"] > reserve[d["id"]] for d in after["devices"])
     assert after["fits"] and new_spec.n_ctx == old_spec.n_ctx

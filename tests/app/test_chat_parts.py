@@ -174,7 +174,6 @@ def test_an_answer_that_looks_like_html_shows_as_text_with_its_figures(
 
 def test_a_plan_that_does_not_fit_cannot_be_loaded(make_window: Any, sparse_70b: Path,
                                                    qtbot: Any) -> None:
-    from app.plan_view import plan_document
     from planner.inventory import Inventory
     from tests.app.conftest import rig_doc
 
@@ -184,6 +183,6 @@ def test_a_plan_that_does_not_fit_cannot_be_loaded(make_window: Any, sparse_70b:
     window = make_window(Inventory.from_json(doc))  # 4 GiB of RAM: a 70B cannot run
     with qtbot.waitSignal(window.plan.sig_plan_shown, timeout=30000):
         window.select_model(sparse_70b)
-    assert plan_document(window.plan.last_plan)["fits"] is False
+    assert window.plan.last_plan.to_json()["fits"] is False
     assert not window.plan.load_button.isEnabled()
     assert "does not fit" in window.plan.load_button.toolTip()

@@ -49,9 +49,7 @@ def _send_and_wait(window: Any) -> Any:
 
 
 def test_the_plan_shows_the_projector_on_the_memory_map(window: Any) -> None:
-    from app.plan_view import plan_document
-
-    doc = plan_document(window.plan.last_plan)
+    doc = window.plan.last_plan.to_json()
     assert doc["projector"]["device"] == "host"
     assert doc["projector"]["image_tokens"] == VisionShape().image_tokens
     bars = window.plan.memory_map.bars()

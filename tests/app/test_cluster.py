@@ -190,7 +190,6 @@ def test_a_worker_lost_mid_answer_offers_to_plan_again_without_it(
         make_window: Any, workers: Workers, demo_model: Path) -> None:
     from app.engine_launch import launch_spec_from_plan
     from app.plan_jobs import run_plan, with_gpu_reserve
-    from app.plan_view import plan_document
     from planner.request import Role
 
     kept, lost = workers.start(), workers.start()
@@ -243,7 +242,7 @@ def test_a_worker_lost_mid_answer_offers_to_plan_again_without_it(
     assert not _remote(window, lost) and _remote(window, kept)
     wait_until(lambda: window.plan.plans_requested > plans_before
                and not window.runner.busy("plan"), 60, "the new plan")
-    doc = plan_document(window.plan.last_plan)
+    doc = window.plan.last_plan.to_json()
     assert lost not in json.dumps(doc)
     assert lost not in window.plan.last_plan.engine.rpc_workers
     assert window.plan.load_button.isEnabled()

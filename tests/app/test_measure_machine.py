@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from app.formatting import fmt_tps
-from app.plan_view import plan_document
 from engine import run_records
 from planner.inventory import Inventory
 
@@ -25,7 +24,7 @@ def test_measuring_this_machine_calibrates_the_next_plan(make_window: Any, demo_
     page = window.plan
     with qtbot.waitSignal(page.sig_plan_shown, timeout=30000):
         window.select_model(demo_model)
-    before = plan_document(page.last_plan)["predicted"]
+    before = page.last_plan.to_json()["predicted"]
     assert "raw" not in before and not page.calibration_label.isVisibleTo(page)
     raw_text = page.speed_values[0].text()
     assert run_records.samples() == ()
@@ -56,7 +55,7 @@ def test_measuring_this_machine_calibrates_the_next_plan(make_window: Any, demo_
     assert "Measured 3 runs" in home.measure_status.text()
 
     # the re-plan rests on those runs: corrected figure, raw one kept and shown
-    after = plan_document(shown.args[0])["predicted"]
+    after = shown.args[0].to_json()["predicted"]
     cal = after["calibration"]
     assert cal["runs"] == 3 and cal["scope"] == "model"
     assert after["raw"]["decode_tps"] == pytest.approx(before["decode_tps"], rel=1e-3)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.plan_view import expert_bytes, memory_bars, plan_document
+from app.plan_view import expert_bytes, memory_bars
 from engine.gguf_file import load_profile
+from planner.codes import Code
 from planner.inventory import Inventory
 from planner.plan import plan
+from planner.plan_types import DeviceUse
 from planner.profile import TensorKind
 from planner.request import Request, Role
 
@@ -26,7 +29,7 @@ def test_memory_map_shows_each_device_of_the_plan(make_window: Any, rig: Invento
     window = make_window(rig)
     page = _open(window, qtbot, demo_model)
     assert window.current_page() == "plan"
-    doc = plan_document(page.last_plan)
+    doc = page.last_plan.to_json()
     bars = page.memory_map.bars()
     assert [b.device_id for b in bars] == [d["id"] for d in doc["devices"]]
     for bar, device in zip(bars, doc["devices"], strict=True):
@@ -48,18 +51,25 @@ def test_memory_map_shows_each_device_of_the_plan(make_window: Any, rig: Invento
     assert "KV cache" in page.memory_map.tooltip_for(*hit)
 
 
-def test_known_plan_splits_experts_from_other_weights(moe_gguf: Path) -> None:
+def _device(id_: str, kind: str, weights: int, capacity: int, kv: int = 0, compute: int = 0,
+            reserve: int = 0, layers: tuple[tuple[int, int], ...] = (),
+            experts: tuple[tuple[int, int], ...] = ()) -> DeviceUse:
+    return DeviceUse(id=id_, kind=kind, name=id_, weights_bytes=weights, kv_bytes=kv,
+                     compute_bytes=compute, other_bytes=0, reserve_bytes=reserve,
+                     capacity_bytes=capacity, layers=layers, expert_layers=experts)
+
+
+def test_known_plan_splits_experts_from_other_weights(moe_gguf: Path, rig: Inventory) -> None:
     profile = load_profile(moe_gguf)
     per_layer = [layer.bytes_of(TensorKind.EXPERTS) for layer in profile.layers]
-    doc = {"roles": [{"gpu": 0, "role": "main", "reason": "main_largest"}],
-           "devices": [
-               {"id": "gpu0", "kind": "gpu", "weights_bytes": 10_000_000, "other_bytes": 0,
-                "kv_bytes": 2_000_000, "compute_bytes": 1_000_000, "reserve_bytes": 500_000,
-                "capacity_bytes": 20_000_000, "layers": [[0, 2]], "expert_layers": [[1, 2]]},
-               {"id": "host", "kind": "host", "weights_bytes": per_layer[0] + 123,
-                "other_bytes": 0, "kv_bytes": 0, "compute_bytes": 0, "reserve_bytes": 0,
-                "capacity_bytes": 1_000_000_000, "layers": [], "expert_layers": [[0, 1]]}]}
-    gpu, host = memory_bars(doc, {0: "Card"}, profile)
+    planned = plan(rig, profile, Request())  # a real plan, with known devices put in
+    main = dataclasses.replace(planned.roles[0], gpu=0, role=Role.MAIN,
+                               reason=Code.ROLE_MAIN_LARGEST)
+    known = dataclasses.replace(planned, roles=(main,), devices=(
+        _device("gpu0", "gpu", 10_000_000, 20_000_000, kv=2_000_000, compute=1_000_000,
+                reserve=500_000, layers=((0, 2),), experts=((1, 2),)),
+        _device("host", "host", per_layer[0] + 123, 1_000_000_000, experts=((0, 1),))))
+    gpu, host = memory_bars(known, {0: "Card"}, profile)
     assert gpu.name == "Card" and gpu.role == "main"
     assert [s.kind for s in gpu.segments] == ["weights", "experts", "kv", "compute",
                                               "reserve", "free"]
@@ -68,7 +78,7 @@ def test_known_plan_splits_experts_from_other_weights(moe_gguf: Path) -> None:
     assert gpu.bytes_of("free") == 20_000_000 - 13_500_000
     assert host.bytes_of("experts") == per_layer[0] and host.bytes_of("weights") == 123
     assert expert_bytes(profile, ((0, 2),)) == sum(per_layer[:2])
-    over = memory_bars({"devices": [{"id": "gpu0", "weights_bytes": 30, "capacity_bytes": 20}]})
+    over = memory_bars(dataclasses.replace(planned, devices=(_device("gpu0", "gpu", 30, 20),)))
     assert over[0].bytes_of("over") == 10
 
 
@@ -92,7 +102,7 @@ def test_switching_a_gpu_off_replans_without_it(make_window: Any, two_gpu_rig: I
     assert after["gpu1"].bytes_of("weights") == 0 and after["gpu1"].role == "off"
     assert after["host"].bytes_of("weights") > before["host"].bytes_of("weights")
     expected = plan(two_gpu_rig, load_profile(big_model), page.last_request)
-    assert plan_document(page.last_plan)["devices"] == expected.to_json()["devices"]
+    assert page.last_plan.to_json()["devices"] == expected.to_json()["devices"]
     assert page.roles.buttons[(1, "off")].isChecked()
     assert page.roles.name_labels[1].toolTip() == "You switched it off."
 
@@ -111,7 +121,7 @@ def test_controls_build_the_request_and_the_newest_plan_wins(
     assert (request.context, request.parallel, request.kv_type, request.task.value) == \
         (8192, 2, "q8_0", "creative")
     qtbot.waitUntil(lambda: not window.runner.busy("plan"), timeout=20000)
-    doc = plan_document(page.last_plan)
+    doc = page.last_plan.to_json()
     assert (doc["context"], doc["parallel"], doc["kv_type"]) == (8192, 2, "q8_0")
     assert "8K per sequence × 2" in page.fit_label.text()
 
@@ -124,7 +134,7 @@ def test_advice_follows_the_plan(make_window: Any, rig: Inventory, demo_model: P
     page = window.plan
     assert not page.advice_pending
     assert "Bottleneck" in page.advice_label.text()
-    full = plan_document(page.last_advice)
+    full = page.last_advice.to_json()
     assert full["advice"], "the advice lane plans with advise=True"
     assert Request().advise is True
 
@@ -166,7 +176,7 @@ def test_moving_a_gpu_first_makes_it_the_main(make_window: Any, two_gpu_rig: Inv
     with qtbot.waitSignal(page.sig_plan_shown, timeout=20000):
         page.roles.move_gpu(1, -1)
     assert page.last_request.gpu_order == (1, 0)
-    roles = {r["gpu"]: r["role"] for r in plan_document(page.last_plan)["roles"]}
+    roles = {r["gpu"]: r["role"] for r in page.last_plan.to_json()["roles"]}
     assert roles[1] == "main"
 
 
@@ -179,7 +189,7 @@ def test_a_model_larger_than_memory_shows_the_disk_and_says_so(
     doc["host"]["ram_available_bytes"] = 12 * 2**30
     window = make_window(Inventory.from_json(doc))
     page = _open(window, qtbot, big_model)
-    plan_doc = plan_document(page.last_plan)
+    plan_doc = page.last_plan.to_json()
     assert "fits_with_disk_streaming" in plan_doc["reasons"]
     disk = next(b for b in page.memory_map.bars() if b.kind == "disk")
     planned = next(d for d in plan_doc["devices"] if d["kind"] == "disk")
@@ -220,21 +230,19 @@ def test_a_software_device_shows_no_predicted_speeds_and_says_why(
 
 def test_whatif_second_gpu_is_planned_and_compared_with_this_machine(
         make_window: Any, rig: Inventory, big_model: Path, qtbot: Any) -> None:
-    from app.plan_view import prediction
-
     window = make_window(rig)
     page = _open(window, qtbot, big_model)
-    alone = prediction(page.last_plan).decode_tps
+    alone = page.last_plan.predicted.decode_tps
     assert not page.compare_label.isVisible()
     page.open_whatif()
     page.whatif_dialog.add_gpu("rtx 3090")
     with qtbot.waitSignal(page.sig_baseline_shown, timeout=30000):
         page.whatif_dialog.accept()
     qtbot.waitUntil(lambda: not window.runner.busy("plan"), timeout=30000)
-    doc = plan_document(page.last_plan)
+    doc = page.last_plan.to_json()
     assert [d["id"] for d in doc["devices"]][:2] == ["gpu0", "gpu1"]
-    assert prediction(doc).decode_tps > alone  # 40 GB no longer spills to RAM
-    assert prediction(page.baseline_plan).decode_tps == pytest.approx(alone)
+    assert page.last_plan.predicted.decode_tps > alone  # 40 GB no longer spills to RAM
+    assert page.baseline_plan.predicted.decode_tps == pytest.approx(alone)
     assert page.compare_label.isVisible()
     from app.formatting import fmt_tps
 

@@ -301,7 +301,6 @@ def app(out_dir: str) -> dict[str, Any]:
 
     from app.i18n import LanguageSwitcher
     from app.main import MainWindow
-    from app.plan_view import plan_document
     from app.settings_store import AppSettings
     from app.theme import apply_theme
     from engine.demo import demo_model_path
@@ -332,7 +331,7 @@ def app(out_dir: str) -> dict[str, Any]:
     window.grab().save(str(out / "plan-vulkan.png"))
     bars = {b.device_id: {k: b.bytes_of(k) for k in ("weights", "experts", "kv", "compute")}
             for b in page.memory_map.bars()}
-    doc = plan_document(page.last_plan)
+    doc = page.last_plan.to_json()
     label = page.fit_label.text()
     spec = LaunchSpec.from_plan_engine(str(demo), doc["engine"]).with_changes(
         warm_up=False, n_threads=2, n_threads_batch=2)
