@@ -82,8 +82,10 @@ def _tool_use(block: Mapping[str, Any], where: str) -> dict[str, Any]:
             "function": {"name": block["name"], "arguments": json.dumps(block["input"])}}
 
 
-def _turn(msg: Mapping[str, Any], where: str, images: ImageParts) -> list[dict[str, Any]]:
-    """The chat messages of one Anthropic message (tool results become tool messages)."""
+def _turn(msg: Mapping[str, Any], where: str, images: ImageParts, known: set[str]
+          ) -> list[dict[str, Any]]:
+    """The chat messages of one Anthropic message (tool results become tool messages);
+    ``known``: the ``tool_use`` ids of the messages before it (this one's are added)."""
     role = msg.get("role")
     if role not in ("user", "assistant"):
         raise bad(f"'{where}.role' must be user or assistant", f"{where}.role")
@@ -120,9 +122,16 @@ def _turn(msg: Mapping[str, Any], where: str, images: ImageParts) -> list[dict[s
             parts.append(anthropic_image(block, here, images))
         elif kind == "tool_use" and role == "assistant":
             calls.append(_tool_use(block, here))
+            known.add(block["id"])
         elif kind == "tool_result" and role == "user":
             flush()
             out.append(_tool_result(block, here, images))
+            if block["tool_use_id"] not in known:
+                dotted = here.replace("[", ".").replace("]", "")
+                raise bad(f"{dotted}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                          f"{block['tool_use_id']}. Each `tool_result` block must have a "
+                          "corresponding `tool_use` block in an earlier message.",
+                          f"{here}.tool_use_id", "unknown_tool_use_id")
         elif kind not in _SKIPPED:
             raise bad(f"'{here}.type' {kind!r} is not supported in a {role} message",
                       f"{here}.type", "unsupported_content")
@@ -213,10 +222,11 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
     system = _system(body.get("system"))
     if system:
         messages.append({"role": "system", "content": system})
+    known: set[str] = set()
     for i, msg in enumerate(raw):
         if not isinstance(msg, Mapping):
             raise bad(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
-        messages += _turn(msg, f"messages[{i}]", images)
+        messages += _turn(msg, f"messages[{i}]", images, known)
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     tools = _tools(body.get("tools"))
     choice = _tool_choice(body.get("tool_choice"))
