@@ -393,7 +393,7 @@ def _messages(body: Mapping[str, Any], images: list[bytes] | None = None,
         raise bad("'messages' is required", "messages", "missing_required_parameter")
     if not isinstance(raw, list) or not raw:
         raise bad("'messages' must be a non-empty list", "messages", "invalid_type")
-    out = []
+    out: list[dict[str, Any]] = []
     for i, msg in enumerate(raw):
         if not isinstance(msg, Mapping):
             raise bad("each message must be an object", f"messages[{i}]", "invalid_type")
