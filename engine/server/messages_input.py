@@ -53,6 +53,8 @@ class MessagesRequest:
     stops: tuple[str, ...] = ()
     stream: bool = False
     images: ImageParts | None = None
+    # the text of a trailing assistant message: the answer continues it (not in ``chat``)
+    prefill: str = ""
 
 
 def _tool_result(block: Mapping[str, Any], where: str, images: ImageParts
@@ -227,6 +229,7 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
         if not isinstance(msg, Mapping):
             raise bad(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
         messages += _turn(msg, f"messages[{i}]", images, known)
+    prefill = _prefill(messages, raw)
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     tools = _tools(body.get("tools"))
     choice = _tool_choice(body.get("tool_choice"))
@@ -244,4 +247,24 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
             chat[name] = body[name]
     chat["max_tokens"] = 1 if counting else body["max_tokens"]
     return MessagesRequest(chat=chat, stops=stops, stream=bool(body.get("stream")),
-                           images=images)
+                           images=images, prefill=prefill)
+
+
+def _prefill(messages: list[dict[str, Any]], raw: list[Any]) -> str:
+    """Take a trailing assistant message of text off ``messages``: its text is where the
+    answer starts (Anthropic's prefill). One with ``tool_use`` blocks, or that is all the
+    conversation, stays a turn of its own.
+
+    Raises:
+        ApiError: 400 when that text ends with whitespace (the API refuses it: the answer
+            would continue from a token boundary the model never writes).
+    """
+    last = messages[-1]
+    if last["role"] != "assistant" or "tool_calls" in last or len(messages) == 1:
+        return ""
+    text = str(last["content"])
+    if text != text.rstrip():
+        where = f"messages[{len(raw) - 1}].content"
+        raise bad("final assistant content cannot end with trailing whitespace", where)
+    messages.pop()
+    return text
