@@ -204,6 +204,13 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
         kept in ``raw_predicted``). With ``request.projector``, the projector's memory is
         held back first (:func:`planner.vision_plan.plan_with_projector`).
     """
+    if request.embedding_context is not False:
+        from planner import embedding_plan as emb
+
+        if emb.plans_embeddings(profile, request):  # held back, as a projector is
+            base = emb.base_request(profile, request)
+            held, less = emb.embedding_room(inventory, plan(inventory, profile, base), profile)
+            return emb.with_embeddings(plan(less, profile, base), profile, held)
     if request.projector is not None:
         from planner.vision_plan import plan_with_projector
 

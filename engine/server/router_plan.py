@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from engine.launch import LaunchSpec
@@ -61,6 +61,8 @@ class RouterPlanner:
         vision: pair each model with the projector beside it (``mmproj-*.gguf``, as the
             library pairs them), planned and loaded with it.
         mmproj_offload: a projector may go to the model's main GPU (else host RAM).
+        embeddings: chat models serve ``/v1/embeddings`` too: their embedding context is
+            planned beside the chat context (an embedding model's always is).
     """
 
     inventory: Inventory
@@ -69,6 +71,7 @@ class RouterPlanner:
     warm_up: bool = True
     vision: bool = True
     mmproj_offload: bool = True
+    embeddings: bool = False
     _alone: dict[Path, tuple[_Stamps, Plan]] = field(default_factory=dict)
 
     def profile(self, path: Path) -> ModelProfile:
@@ -86,11 +89,13 @@ class RouterPlanner:
     def _plan(self, inventory: Inventory, path: Path) -> Plan:
         """The model's plan in ``inventory``, its projector's memory held back first."""
         projector = self.projector(path)
+        request = replace(self.request, embedding_context=True) if self.embeddings \
+            else self.request
         if projector is None:
-            return plan(inventory, self.profile(path), self.request)
+            return plan(inventory, self.profile(path), request)
         from engine.gguf_file import load_projector
 
-        return plan_with_projector(inventory, self.profile(path), self.request,
+        return plan_with_projector(inventory, self.profile(path), request,
                                    load_projector(str(projector)), self.mmproj_offload)
 
     def alone(self, path: Path) -> Plan:

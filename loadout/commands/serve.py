@@ -118,7 +118,8 @@ def _planned(args: argparse.Namespace, model_path: Path, failed: Any = ()) -> An
     from loadout.commands.plan import worker_list
 
     pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
-            "kv_type": args.kv_type.lower() if args.kv_type else None}
+            "kv_type": args.kv_type.lower() if args.kv_type else None,
+            "embedding_context": True if args.embeddings else None}
     projector = _projector_path(args, model_path)
     return plan_launch(str(model_path), context=max(64, args.ctx),
                        parallel=max(1, args.parallel), n_threads=args.threads, overrides=pins,
@@ -321,7 +322,8 @@ def _router(args: argparse.Namespace) -> Any:
                             embeddings=args.embeddings)
     planner = RouterPlanner(inventory, request, n_threads=args.threads,
                             warm_up=not args.no_warmup, vision=not args.no_mmproj,
-                            mmproj_offload=not args.no_mmproj_offload)
+                            mmproj_offload=not args.no_mmproj_offload,
+                            embeddings=args.embeddings)
     return Router(catalog, planner, options)
 
 
