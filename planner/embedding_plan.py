@@ -41,20 +41,21 @@ def plans_embeddings(profile: ModelProfile, request: Request) -> bool:
     return request.embedding_context
 
 
-def _ranges_device(devices: Iterable[DeviceUse], index: int, experts: bool) -> str:
+def _ranges_device(devices: Iterable[DeviceUse], index: int, experts: bool) -> str | None:
     for d in devices:
         for first, last in (d.expert_layers if experts else d.layers):
             if first <= index < last:
                 return HOST if d.kind == "disk" else d.id
-    return HOST
+    return None
 
 
 def placement_of(p: Plan, profile: ModelProfile) -> Placement:
-    """Where ``p`` puts each block (and its experts); the output beside the last block."""
-    layers = tuple(_ranges_device(p.devices, i, False) for i in range(profile.n_layers))
-    experts = tuple(_ranges_device(p.devices, i, True) if any(d.expert_layers
-                                                               for d in p.devices)
-                    else layers[i] for i in range(profile.n_layers))
+    """Where ``p`` puts each block (and its routed experts: with the block unless a range
+    says otherwise); the output beside the last block."""
+    layers = tuple(_ranges_device(p.devices, i, False) or HOST
+                   for i in range(profile.n_layers))
+    experts = tuple(_ranges_device(p.devices, i, True) or layers[i]
+                    for i in range(profile.n_layers))
     return Placement(layers, experts, layers[-1] if layers else HOST)
 
 

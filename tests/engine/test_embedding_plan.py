@@ -147,3 +147,21 @@ def test_serve_with_embeddings_plans_the_embedding_context() -> None:
     assert host[1]["kv_bytes"] - host[0]["kv_bytes"] == extra[0].kv_bytes > 0
     assert host[1]["compute_bytes"] - host[0]["compute_bytes"] == extra[0].compute_bytes
     assert host[1]["other_bytes"] - host[0]["other_bytes"] == extra[0].output_bytes
+
+
+def test_a_moe_plans_placement_follows_its_expert_ranges(tmp_path: Path) -> None:
+    from tests.helpers.gguf_factory import write_qwen3moe
+
+    moe = Shape(n_layers=24, n_embd=2048, n_head=32, n_head_kv=4, head_dim=128, n_ff=6144,
+                n_vocab=151936, n_expert=128, n_expert_used=8, n_ff_exp=768)
+    profile = load_profile(write_qwen3moe(tmp_path / "moe.gguf", moe, header_only=True))
+    p = plan(rig(RTX_4060, ram_gib=64), profile, Request(context=4096, advise=False))
+    placement = placement_of(p, profile)
+    ram = [i for d in p.devices if d.id == "host" for a, b in d.expert_layers
+           for i in range(a, b)]
+    assert ram and all(placement.expert_devices[i] == "host" for i in ram)  # experts spilled
+    gpu_blocks = [i for d in p.devices if d.id == "gpu0" for a, b in d.layers
+                  for i in range(a, b)]
+    assert gpu_blocks and all(placement.layer_devices[i] == "gpu0" for i in gpu_blocks)
+    # a block on the GPU whose experts no range names keeps them with it
+    assert all(placement.expert_devices[i] == "gpu0" for i in gpu_blocks if i not in ram)
