@@ -43,6 +43,8 @@ def test_a_prefilled_answer_continues_its_text(server: ServerProcess,
     messages: Any = [ASK, {"role": "assistant", "content": prefill}]
     reply = claude.messages.create(model=server.model, max_tokens=6, messages=messages,
                                    extra_body=GREEDY)
+    anthropic.types.Message.model_validate(reply.model_dump(mode="json", exclude_unset=True),
+                                           strict=True)
     rest = _text(reply)
     assert rest and not rest.startswith(prefill), (prefill, rest)
     assert whole.startswith(prefill + rest), (whole, prefill, rest)
