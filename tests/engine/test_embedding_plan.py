@@ -97,9 +97,10 @@ def test_an_embedding_model_is_planned_with_its_embedding_context_only(bert: Pat
     assert p.fits and p.context == 2048  # its trained context: the longest input
     assert host.kv_bytes == 0  # an encoder has no cache
     assert host.compute_bytes == encoder_compute_bytes(profile, 2048)
-    # the mask of a 2048-token batch and the activations of its tokens, in llama.cpp's
-    # own figure for this shape (bench/memory_accuracy.py measured 50.52 MiB at width 768)
-    assert 25 * MIB < host.compute_bytes < 40 * MIB
+    # the mask of a 2048-token batch and the activations of its tokens: llama.cpp
+    # reserves 29.52 MiB for this shape (its log, CPU build; bench/memory_accuracy.py
+    # compares other shapes): within 0.2%
+    assert abs(host.compute_bytes - 29.52 * MIB) < 0.06 * MIB
     off = plan(rig(ram_gib=16), profile, Request(context=8192, parallel=4, advise=False,
                                                  embedding_context=False))
     assert next(d for d in off.devices if d.id == "host").kv_bytes > 0  # a chat context
