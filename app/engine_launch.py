@@ -26,6 +26,7 @@ from engine.launch import LaunchSpec, spec_of_plan, write_spec_file
 from engine.launch import safer_spec as safer_spec  # where the app found it before
 from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
 from planner.plan_types import Plan
+from planner.request import KV_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +130,17 @@ def library_arguments(spec: LaunchSpec, keep: str | None, binding: Binding, port
                       ) -> list[str]:
     """The arguments of an engine that serves every model of the library (``loadout serve
     --library``), each on demand with ``spec``'s context and slots; ``keep`` (a model id)
-    stays loaded. The key goes as :func:`serve_arguments` says."""
+    stays loaded, with ``spec``'s GPU layers and KV type (the Plan page's, for that model
+    alone: the router plans each other model itself). The key goes as
+    :func:`serve_arguments` says."""
     args = ["-m", "loadout", "serve", "--library"]
     if keep:
         args += ["--keep", keep]
+        if spec.n_gpu_layers >= 0:  # -1: no plan said (the router's own choice)
+            args += ["--model-ngl", f"{keep}={spec.n_gpu_layers}"]
+        kv = str(spec.type_k)
+        if kv == str(spec.type_v) and kv in KV_TYPES:
+            args += ["--model-kv-type", f"{keep}={kv}"]
     args += ["--ctx", str(spec.n_ctx_per_seq), "--parallel", str(spec.n_seq_max)]
     if spec.n_threads:
         args += ["--threads", str(spec.n_threads)]

@@ -16,8 +16,11 @@ compares them with ``planner.memory.estimate``. The hybrid model (one NextN bloc
 loaded with its MTP draft context (``+mtp`` rows: both contexts summed). llama.cpp prints
 MiB with two decimals, so each part's error allows that rounding (0.005 MiB). Vision
 projectors (LLaVA's and Gemma 3's, from ``bench/vision.py``) are compared too: weights
-and compute buffer. Goal: total within 3%, never under-predicting the total by more than
-2%, each part within 5%. Exit code 1 if missed.
+and compute buffer. So is the engine's embedding context (``+embed`` rows: the engine's
+own ``EmbeddingContext`` over a chat model, as ``serve --embeddings`` makes it, and over
+synthetic BERT embedding models) against ``planner.embedding_memory``. Goal: total
+within 3%, never under-predicting the total by more than 2%, each part within 5%.
+Exit code 1 if missed.
 
 The weights are F16 (synthetic) and Q4_1 (demo), types the CPU backend does not repack.
 For Q4_0/Q4_K/IQ4_NL/... matrices it repacks into a ``CPU_REPACK`` buffer while the
@@ -222,6 +225,65 @@ def compare(models: dict[str, Path], configs: list[MemoryConfig]) -> list[Row]:
     return rows
 
 
+def embedding_rows(models: dict[str, Path], folder: Path) -> list[Row]:
+    """The embedding context the engine creates (its own code) vs the planner: chat models
+    with the sequence lengths ``serve --embeddings`` sizes it for, and synthetic BERTs
+    (all of them F16 weights or Q4_1) at their trained context."""
+    from engine.launch import LaunchSpec
+    from engine.logs import NATIVE_LOGGER, route_native_log
+    from engine.native.embeddings import EmbeddingContext, EmbeddingShape
+    from engine.native.model import NativeModel
+    from planner.embedding_memory import EmbeddingContext as Planned
+    from planner.embedding_memory import embedding_batch, embedding_memory, is_encoder
+    from tests.helpers.gguf_bert import BertShape, write_bert
+
+    bert = BertShape(n_layers=4, n_embd=384, n_head=12, n_ff=1536, n_ctx_train=512)
+    cases: list[tuple[str, Path, int, str]] = [
+        (name, models[name], n, kv) for name in ("smollm2-135m-demo", "llama-dense",
+                                                 "gemma3-swa")
+        for n, kv in ((1024, "f16"), (4096, "f16"), (4096, "q8_0"))]
+    cases += [("bert-384", write_bert(folder / "bert.gguf", bert), 512, "f16"),
+              ("bert-768-8k", write_bert(folder / "bert-8k.gguf", BertShape(
+                  n_layers=2, n_embd=768, n_head=12, n_ff=3072, n_ctx_train=8192)), 8192,
+               "f16")]
+    route_native_log()
+    capture = _Capture()
+    native = logging.getLogger(NATIVE_LOGGER)
+    native.addHandler(capture)
+    old_level, native.level = native.level, logging.DEBUG
+    rows: list[Row] = []
+    try:
+        for name, path, longest, kv in cases:
+            spec = LaunchSpec(model_path=str(path), n_threads=1, n_threads_batch=1,
+                              type_k=kv, type_v=kv, warm_up=False)
+            capture.take()
+            model = NativeModel(spec)
+            try:
+                got = capture.take()
+                n_batch = embedding_batch(longest)
+                ctx = EmbeddingContext(model, spec, EmbeddingShape(n_batch=n_batch))
+                got.update({k: v for k, v in capture.take().items() if k != "model"})
+                ctx.free()
+            finally:
+                model.free()
+            profile = load_profile(path)
+            placement = Placement.all_on("host", profile.n_layers)
+            weights = estimate(profile, MemoryConfig(n_ctx=256), placement)[0].weights_bytes
+            host = embedding_memory(profile, Planned(n_batch, kv, kv), placement)[0]
+            pred = {"model": weights, "kv": host.kv_bytes, "compute": host.compute_bytes,
+                    "output": host.output_bytes}
+            if is_encoder(profile):
+                got.setdefault("kv", 0)
+            for part in (*PARTS, "total"):
+                p = sum(pred.values()) if part == "total" else pred[part]
+                m = sum(got.get(k, 0) for k in PARTS) if part == "total" else got.get(part, 0)
+                rows.append(Row(name, n_batch, kv + "+embed", 64, part, p, m))
+    finally:
+        native.removeHandler(capture)
+        native.level = old_level
+    return rows
+
+
 def verdict(rows: list[Row]) -> list[str]:
     """The goals missed (empty when all are met)."""
     misses = []
@@ -252,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="loadout-mem-") as tmp:
         models = {"smollm2-135m-demo": demo_model_path(), **synthetic_models(Path(tmp))}
         rows = compare(models, grid(args.quick))
+        rows += embedding_rows(models, Path(tmp))
     print(f"{'model':<18} {'ctx':>6} {'kv':>8} {'par':>3} {'part':<8} "
           f"{'predicted MiB':>14} {'measured MiB':>13} {'error %':>8}")
     for r in rows:

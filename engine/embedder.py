@@ -26,12 +26,16 @@ from engine.errors import EngineClosedError, QueueFullError
 from engine.launch import LaunchSpec
 from engine.native.embeddings import POOLING_IDS, EmbeddingContext, EmbeddingShape
 from engine.native.model import NativeModel, llama
+from planner.embedding_memory import ENCODE_TOKENS, MAX_INPUT_TOKENS, embedding_batch
 
 log = logging.getLogger(__name__)
 
 _STOP = None
-ENCODE_TOKENS = 512  # tokens packed into one encode (more when one input is longer)
-MAX_INPUT_TOKENS = 8192  # the longest input, whatever the model's context
+# ENCODE_TOKENS: tokens packed into one encode (more when one input is longer);
+# MAX_INPUT_TOKENS: the longest input, whatever the model's context. The planner sizes
+# the context from the same figures (planner.embedding_memory)
+__all__ = ["ENCODE_TOKENS", "MAX_INPUT_TOKENS", "Embedder", "EmbeddingResult", "normalise",
+           "pack"]
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,7 @@ class Embedder:
                  max_input_tokens: int, queue_size: int = 64, warm_up: bool = True) -> None:
         # the context holds the longest input; encodes pack up to ENCODE_TOKENS (attention
         # within one encode costs the square of its tokens, whichever sequence they are of)
-        n_batch = max(ENCODE_TOKENS, min(max_input_tokens, MAX_INPUT_TOKENS))
-        shape = EmbeddingShape(n_batch=n_batch,
+        shape = EmbeddingShape(n_batch=embedding_batch(max_input_tokens),
                                pooling=POOLING_IDS[pooling] if pooling else -1)
         self._ctx = EmbeddingContext(model, spec, shape)
         self.n_embd = self._ctx.n_embd

@@ -79,6 +79,10 @@ class GenerationRequest:
     tools: tuple[Mapping[str, Any], ...] | None = None
     params: SamplingParams = field(default_factory=SamplingParams)
     add_generation_prompt: bool = True
+    # text the answer starts with (a prefilled assistant turn): appended to the rendered
+    # messages, where the template's generation prompt opens the assistant turn; the
+    # answer continues it without repeating it
+    assistant_prefix: str = ""
     # image files (PNG, JPEG ...) in the order of the media markers in the messages' text
     images: tuple[bytes, ...] = ()
     prompt_tokens: tuple[int, ...] | None = None
@@ -91,6 +95,8 @@ class GenerationRequest:
             raise ValueError("prompt_tokens must not be empty")
         if self.images and self.messages is None:
             raise ValueError("images go with chat messages, not a raw prompt")
+        if self.assistant_prefix and (self.messages is None or not self.add_generation_prompt):
+            raise ValueError("an assistant prefix follows chat messages' generation prompt")
 
 
 @dataclass(frozen=True)

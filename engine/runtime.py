@@ -273,7 +273,7 @@ class Engine:
             return list(request.prompt_tokens)
         if request.messages is not None:
             text = self.render_chat(request.messages, request.tools,
-                                    request.add_generation_prompt)
+                                    request.add_generation_prompt) + request.assistant_prefix
             # the template writes BOS itself when the model wants one
             tokens = self._vocab.tokenize(text, add_special=False)
             if self._vocab.add_bos() and (not tokens or tokens[0] != self._vocab.bos):
@@ -294,7 +294,8 @@ class Engine:
         if refusal is not None:
             raise ImageInputError(f"this model cannot take images: {refusal}")
         assert self.projector is not None and request.messages is not None
-        text = self.render_chat(request.messages, request.tools, request.add_generation_prompt)
+        text = self.render_chat(request.messages, request.tools, request.add_generation_prompt) \
+            + request.assistant_prefix
         parts = self.projector.tokenize(text, request.images)
         ubatch = min(self.spec.n_ubatch, self.spec.n_batch)
         for part in parts:

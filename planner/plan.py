@@ -13,6 +13,7 @@ import json
 import logging
 from dataclasses import replace
 
+from planner import embedding_plan as emb
 from planner.advice import advise, find_bottleneck
 from planner.attention import choose_flash
 from planner.codes import Code
@@ -69,6 +70,11 @@ def plan(inventory: Inventory, profile: ModelProfile, request: Request) -> Plan:
         kept in ``raw_predicted``). With ``request.projector``, the projector's memory is
         held back first (:func:`plan_with_projector`).
     """
+    # the embedding context is held back first, as a projector is
+    if request.embedding_context is not False and emb.plans_embeddings(profile, request):
+        base = emb.base_request(profile, request)
+        held, less = emb.embedding_room(inventory, plan(inventory, profile, base), profile)
+        return emb.with_embeddings(plan(less, profile, base), profile, held)
     if request.projector is not None:
         return plan_with_projector(inventory, profile, replace(request, projector=None),
                                    request.projector, request.projector_offload)

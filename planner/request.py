@@ -128,6 +128,10 @@ class Request:
         projector: a vision projector loaded beside the model (:mod:`planner.vision_plan`
             holds its memory back before placing the model).
         projector_offload: the projector goes to the main GPU (False: it stays in RAM).
+        embedding_context: the engine's embedding context is planned too
+            (:mod:`planner.embedding_plan`): True beside the chat context (``serve
+            --embeddings``), None when the model is an embedding model (it has that
+            context only), False never.
     """
 
     context: int | None = None
@@ -152,6 +156,7 @@ class Request:
     machine_runs: tuple[RunSample, ...] = ()
     projector: ProjectorProfile | None = None
     projector_offload: bool = True
+    embedding_context: bool | None = None
 
     def __post_init__(self) -> None:
         if self.parallel < 1:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import secrets
@@ -230,7 +231,8 @@ def count_tokens(engine: EngineLike, generation: GenerationRequest) -> int:
     if tokenize is None:
         raise ApiError(501, "this engine cannot count tokens", code="not_implemented")
     try:
-        text = engine.render_chat(generation.messages or (), generation.tools)
+        text = engine.render_chat(generation.messages or (), generation.tools) + \
+            generation.assistant_prefix
     except ChatTemplateError as exc:
         raise ApiError(400, f"the chat template could not render these messages: {exc}",
                        param="messages", code="template_error") from exc
@@ -265,6 +267,14 @@ def _media_tokens(engine: EngineLike, text: str, images: Sequence[bytes]) -> lis
     return tokens
 
 
+def _prefilled(parsed: oa.ParsedRequest, req: MessagesRequest) -> oa.ParsedRequest:
+    """``parsed`` whose answer continues the request's trailing assistant text."""
+    if not req.prefill:
+        return parsed
+    return dataclasses.replace(parsed, generation=dataclasses.replace(
+        parsed.generation, assistant_prefix=req.prefill))
+
+
 def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]:
     """The Messages routes, under ``/v1`` and without the prefix."""
     state = ctx.state
@@ -275,7 +285,7 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]
         _, served = state.require()
         if req.images is not None:
             await fetch_images(req.images, served)
-        parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
+        parsed = _prefilled(await kit.parse(oa.parse_chat, req.chat, served, limits), req)
         await kit.probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "messages")
         if req.stream:
@@ -295,7 +305,7 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit) -> list[Route]
         engine, served = state.require()
         if req.images is not None:
             await fetch_images(req.images, served)
-        parsed = await kit.parse(oa.parse_chat, req.chat, served, limits)
+        parsed = _prefilled(await kit.parse(oa.parse_chat, req.chat, served, limits), req)
         n = await asyncio.to_thread(count_tokens, engine, parsed.generation)
         return kit.json({"input_tokens": n})
 

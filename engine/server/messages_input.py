@@ -53,6 +53,8 @@ class MessagesRequest:
     stops: tuple[str, ...] = ()
     stream: bool = False
     images: ImageParts | None = None
+    # the text of a trailing assistant message: the answer continues it (not in ``chat``)
+    prefill: str = ""
 
 
 def _tool_result(block: Mapping[str, Any], where: str, images: ImageParts
@@ -82,8 +84,10 @@ def _tool_use(block: Mapping[str, Any], where: str) -> dict[str, Any]:
             "function": {"name": block["name"], "arguments": json.dumps(block["input"])}}
 
 
-def _turn(msg: Mapping[str, Any], where: str, images: ImageParts) -> list[dict[str, Any]]:
-    """The chat messages of one Anthropic message (tool results become tool messages)."""
+def _turn(msg: Mapping[str, Any], where: str, images: ImageParts, known: set[str]
+          ) -> list[dict[str, Any]]:
+    """The chat messages of one Anthropic message (tool results become tool messages);
+    ``known``: the ``tool_use`` ids of the messages before it (this one's are added)."""
     role = msg.get("role")
     if role not in ("user", "assistant"):
         raise bad(f"'{where}.role' must be user or assistant", f"{where}.role")
@@ -120,9 +124,16 @@ def _turn(msg: Mapping[str, Any], where: str, images: ImageParts) -> list[dict[s
             parts.append(anthropic_image(block, here, images))
         elif kind == "tool_use" and role == "assistant":
             calls.append(_tool_use(block, here))
+            known.add(block["id"])
         elif kind == "tool_result" and role == "user":
             flush()
             out.append(_tool_result(block, here, images))
+            if block["tool_use_id"] not in known:
+                dotted = here.replace("[", ".").replace("]", "")
+                raise bad(f"{dotted}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                          f"{block['tool_use_id']}. Each `tool_result` block must have a "
+                          "corresponding `tool_use` block in an earlier message.",
+                          f"{here}.tool_use_id", "unknown_tool_use_id")
         elif kind not in _SKIPPED:
             raise bad(f"'{here}.type' {kind!r} is not supported in a {role} message",
                       f"{here}.type", "unsupported_content")
@@ -213,10 +224,12 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
     system = _system(body.get("system"))
     if system:
         messages.append({"role": "system", "content": system})
+    known: set[str] = set()
     for i, msg in enumerate(raw):
         if not isinstance(msg, Mapping):
             raise bad(f"'messages[{i}]' must be an object", f"messages[{i}]", "invalid_type")
-        messages += _turn(msg, f"messages[{i}]", images)
+        messages += _turn(msg, f"messages[{i}]", images, known)
+    prefill = _prefill(messages, raw)
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     tools = _tools(body.get("tools"))
     choice = _tool_choice(body.get("tool_choice"))
@@ -234,4 +247,24 @@ def to_chat(body: Any, limits: RequestLimits, counting: bool = False) -> Message
             chat[name] = body[name]
     chat["max_tokens"] = 1 if counting else body["max_tokens"]
     return MessagesRequest(chat=chat, stops=stops, stream=bool(body.get("stream")),
-                           images=images)
+                           images=images, prefill=prefill)
+
+
+def _prefill(messages: list[dict[str, Any]], raw: list[Any]) -> str:
+    """Take a trailing assistant message of text off ``messages``: its text is where the
+    answer starts (Anthropic's prefill). One with ``tool_use`` blocks, or that is all the
+    conversation, stays a turn of its own.
+
+    Raises:
+        ApiError: 400 when that text ends with whitespace (the API refuses it: the answer
+            would continue from a token boundary the model never writes).
+    """
+    last = messages[-1]
+    if last["role"] != "assistant" or "tool_calls" in last or len(messages) == 1:
+        return ""
+    text = str(last["content"])
+    if text != text.rstrip():
+        where = f"messages[{len(raw) - 1}].content"
+        raise bad("final assistant content cannot end with trailing whitespace", where)
+    messages.pop()
+    return text

@@ -25,6 +25,7 @@ from engine.requests import MEDIA_MARKER, GenerationRequest, SamplingParams
 from engine.server import grammar as gbnf
 from engine.server import request_model as rm
 from engine.server import tools as toolcalls
+from engine.server.call_ids import known_ids
 from engine.server.errors import ApiError, bad
 from engine.server.grammar_budget import BudgetExceeded, check_gbnf
 from engine.server.images import DEFAULT_IMAGE_LIMITS, ImageLimits, decode_data_url, part_url
@@ -392,7 +393,7 @@ def _messages(body: Mapping[str, Any], images: list[bytes] | None = None,
         raise bad("'messages' is required", "messages", "missing_required_parameter")
     if not isinstance(raw, list) or not raw:
         raise bad("'messages' must be a non-empty list", "messages", "invalid_type")
-    out = []
+    out: list[dict[str, Any]] = []
     for i, msg in enumerate(raw):
         if not isinstance(msg, Mapping):
             raise bad("each message must be an object", f"messages[{i}]", "invalid_type")
@@ -406,8 +407,25 @@ def _messages(body: Mapping[str, Any], images: list[bytes] | None = None,
         for key in ("name", "tool_calls", "tool_call_id"):
             if msg.get(key) is not None:
                 item[key] = msg[key]
+        if role == "tool":
+            _check_call_id(msg, i, out)
         out.append(item)
     return tuple(out)
+
+
+def _check_call_id(msg: Mapping[str, Any], index: int, earlier: list[dict[str, Any]]) -> None:
+    """A ``tool`` message answers a tool call of an earlier assistant message (OpenAI
+    refuses one that does not)."""
+    where = f"messages[{index}].tool_call_id"
+    call_id = msg.get("tool_call_id")
+    if call_id is None:
+        raise bad(f"'{where}' is required: a tool message answers a tool call by its id",
+                  where, "missing_required_parameter")
+    if not isinstance(call_id, str):
+        raise bad(f"'{where}' must be a string", where, "invalid_type")
+    if call_id not in known_ids(earlier):
+        raise bad(f"'{where}' {call_id!r} matches no tool call of an earlier assistant "
+                  "message", where, "unknown_tool_call_id")
 
 
 def _tools(body: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], str | None]:

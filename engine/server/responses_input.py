@@ -17,6 +17,7 @@ from typing import Any
 from engine.server import request_model as rm
 from engine.server.api_common import check_fields, content_of, not_here, text_of
 from engine.server.api_images import ImageParts, responses_image
+from engine.server.call_ids import known_ids
 from engine.server.errors import bad
 from engine.server.request_model import Field, RequestLimits
 
@@ -108,12 +109,15 @@ def _call_output(item: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": item["call_id"], "content": output}
 
 
-def input_messages(value: Any, images: ImageParts | None = None) -> list[dict[str, Any]]:
+def input_messages(value: Any, images: ImageParts | None = None,
+                   earlier: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """The chat messages of an ``input`` (a string, or a list of input items); its
     ``input_image`` parts are checked and collected in ``images`` (None: refused).
 
     Consecutive ``function_call`` items join one assistant message (with the text that
-    came just before them), as the chat API carries several calls of one turn.
+    came just before them), as the chat API carries several calls of one turn. A
+    ``function_call_output`` must answer a ``function_call`` of this input or of
+    ``earlier`` (the conversation of ``previous_response_id``).
 
     Raises:
         ApiError: 400 naming the item at fault.
@@ -121,6 +125,7 @@ def input_messages(value: Any, images: ImageParts | None = None) -> list[dict[st
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     out: list[dict[str, Any]] = []
+    known = known_ids(earlier)
     for i, item in enumerate(value):
         where = f"input[{i}]"
         if not isinstance(item, Mapping):
@@ -130,6 +135,7 @@ def input_messages(value: Any, images: ImageParts | None = None) -> list[dict[st
             out.append(_message(item, where, images))
         elif kind == "function_call":
             call = _call(item, where)
+            known.add(call["id"])
             prev = out[-1] if out else None
             if prev is not None and prev["role"] == "assistant":
                 prev.setdefault("tool_calls", []).append(call)
@@ -137,6 +143,11 @@ def input_messages(value: Any, images: ImageParts | None = None) -> list[dict[st
                 out.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind == "function_call_output":
             out.append(_call_output(item, where))
+            if item["call_id"] not in known:
+                raise bad(f"No tool call found for function call output with call_id "
+                          f"{item['call_id']!r}: '{where}' answers no function_call of this "
+                          "input or of the previous response", f"{where}.call_id",
+                          "unknown_call_id")
         elif kind in ("input_image", "image"):
             raise bad(f"'{where}' is an image: put it in a user message's content "
                       "({'role': 'user', 'content': [{'type': 'input_image', ...}]})", where,
@@ -217,7 +228,7 @@ def to_chat(body: Any, previous: Sequence[Mapping[str, Any]] | None,
     if raw_input is None and previous is None:
         raise bad("'input' is required", "input", "missing_required_parameter")
     images = ImageParts(limits.images)
-    turn = input_messages(raw_input if raw_input is not None else [], images)
+    turn = input_messages(raw_input if raw_input is not None else [], images, previous or ())
     conversation = [dict(m) for m in previous or ()] + turn
     if not conversation:
         raise bad("'input' must hold at least one message", "input")

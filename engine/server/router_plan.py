@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from engine.launch import LaunchSpec, spec_of_plan
 from planner.inventory import Inventory
 from planner.plan import Plan, plan, plan_with_projector
 from planner.profile import ModelProfile
-from planner.request import Request
+from planner.request import KV_TYPES, Request
 from planner.residency import Resident, inventory_left
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,10 @@ class RouterPlanner:
         vision: pair each model with the projector beside it (``mmproj-*.gguf``, as the
             library pairs them), planned and loaded with it.
         mmproj_offload: a projector may go to the model's main GPU (else host RAM).
+        embeddings: chat models serve ``/v1/embeddings`` too: their embedding context is
+            planned beside the chat context (an embedding model's always is).
+        pins: per model file, request fields pinned for it alone (``n_gpu_layers``,
+            ``kv_type``: ``--model-ngl`` / ``--model-kv-type``), over ``request``'s.
     """
 
     inventory: Inventory
@@ -68,6 +73,8 @@ class RouterPlanner:
     warm_up: bool = True
     vision: bool = True
     mmproj_offload: bool = True
+    embeddings: bool = False
+    pins: Mapping[Path, Mapping[str, Any]] = field(default_factory=dict)
     _alone: dict[Path, tuple[_Stamps, Plan]] = field(default_factory=dict)
 
     def profile(self, path: Path) -> ModelProfile:
@@ -85,11 +92,14 @@ class RouterPlanner:
     def _plan(self, inventory: Inventory, path: Path) -> Plan:
         """The model's plan in ``inventory``, its projector's memory held back first."""
         projector = self.projector(path)
+        request = replace(self.request, **self.pins.get(path, {}))
+        if self.embeddings:
+            request = replace(request, embedding_context=True)
         if projector is None:
-            return plan(inventory, self.profile(path), self.request)
+            return plan(inventory, self.profile(path), request)
         from engine.gguf_file import load_projector
 
-        return plan_with_projector(inventory, self.profile(path), self.request,
+        return plan_with_projector(inventory, self.profile(path), request,
                                    load_projector(str(projector)), self.mmproj_offload)
 
     def alone(self, path: Path) -> Plan:
@@ -128,6 +138,36 @@ class RouterPlanner:
         again."""
         projector = self.projector(path)
         return _stamp(path), _stamp(projector) if projector is not None else None
+
+
+def model_pins(ngl: Sequence[str], kv_type: Sequence[str], ids: Mapping[str, str]
+               ) -> dict[str, dict[str, Any]]:
+    """Per model id, the pins of ``--model-ngl MODEL=N`` and ``--model-kv-type
+    MODEL=TYPE`` values (``ids``: every name a model is known by -> its id).
+
+    Raises:
+        ValueError: a value that is not ``MODEL=VALUE``, a model not served, a layer
+            count below 0 or a KV type the planner does not know; the message says which.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for flag, values, key in (("--model-ngl", ngl, "n_gpu_layers"),
+                              ("--model-kv-type", kv_type, "kv_type")):
+        for value in values:
+            name, sep, raw = value.rpartition("=")
+            if not sep or not name or not raw:
+                raise ValueError(f"{flag} {value}: give MODEL=VALUE")
+            if name not in ids:
+                raise ValueError(f"{flag} {value}: {name} is not among the models served")
+            pin: Any = raw.lower()
+            if key == "n_gpu_layers":
+                if not raw.isdigit():
+                    raise ValueError(f"{flag} {value}: the layer count must be 0 or more")
+                pin = int(raw)
+            elif pin not in KV_TYPES:
+                raise ValueError(f"{flag} {value}: the KV type must be one of "
+                                 f"{', '.join(KV_TYPES)}")
+            out.setdefault(ids[name], {})[key] = pin
+    return out
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -96,6 +96,11 @@ def register(sub: Any) -> None:
     many.add_argument("--keep", action="append", default=[], metavar="MODEL",
                       help="keep this model loaded: loaded at start, never unloaded "
                            "(repeatable)")
+    many.add_argument("--model-ngl", action="append", default=[], metavar="MODEL=N",
+                      help="this model's GPU layers (repeatable; --ngl sets every model's)")
+    many.add_argument("--model-kv-type", action="append", default=[], metavar="MODEL=TYPE",
+                      help="this model's KV cache type: f16, q8_0 or q4_0 (repeatable; "
+                           "--kv-type sets every model's)")
     many.add_argument("--idle-timeout", type=float, default=None, metavar="S",
                       help="unload a model idle this many seconds")
     many.add_argument("--models-max", type=int, default=None, metavar="N",
@@ -117,7 +122,8 @@ def _planned(args: argparse.Namespace, model_path: Path, ladder: Any = None) -> 
     from loadout.commands.plan import worker_list
 
     pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,
-            "kv_type": args.kv_type.lower() if args.kv_type else None}
+            "kv_type": args.kv_type.lower() if args.kv_type else None,
+            "embedding_context": True if args.embeddings else None}
     projector = _projector_path(args, model_path)
     return plan_launch(str(model_path), context=max(64, args.ctx),
                        parallel=max(1, args.parallel), n_threads=args.threads, overrides=pins,
@@ -222,6 +228,10 @@ def run(args: argparse.Namespace) -> int:
         from engine.server import grammar_probe
 
         return grammar_probe.main([args.grammar_checker])
+    if args.models is None and not args.library and (args.model_ngl or args.model_kv_type):
+        print("loadout serve: --model-ngl and --model-kv-type apply to --models/--library "
+              "(one model: --ngl, --kv-type)", file=sys.stderr)
+        return 2
     if args.models is not None or args.library:
         if args.model is not None:
             print("loadout serve: give MODEL or --models/--library, not both",
@@ -275,7 +285,7 @@ def _router(args: argparse.Namespace) -> Any:
     from engine.rig_file import inventory_for
     from engine.server import model_catalog
     from engine.server.router import Router, RouterOptions
-    from engine.server.router_plan import RouterPlanner
+    from engine.server.router_plan import RouterPlanner, model_pins
     from planner.request import Request
 
     if args.models is not None:
@@ -304,6 +314,11 @@ def _router(args: argparse.Namespace) -> Any:
     if unknown:
         raise SystemExit(f"loadout serve: --keep {', '.join(unknown)}: not among the "
                          f"models served ({', '.join(m.id for m in catalog)})")
+    try:
+        per_model = model_pins(args.model_ngl, args.model_kv_type, names)
+    except ValueError as exc:
+        raise SystemExit(f"loadout serve: {exc}") from None
+    paths = {m.id: m.path for m in catalog}
     options = RouterOptions(queue_size=max(1, args.queue_size),
                             pinned=frozenset(names[k] for k in args.keep),
                             idle_timeout_s=args.idle_timeout,
@@ -311,7 +326,9 @@ def _router(args: argparse.Namespace) -> Any:
                             embeddings=args.embeddings)
     planner = RouterPlanner(inventory, request, n_threads=args.threads,
                             warm_up=not args.no_warmup, vision=not args.no_mmproj,
-                            mmproj_offload=not args.no_mmproj_offload)
+                            mmproj_offload=not args.no_mmproj_offload,
+                            embeddings=args.embeddings,
+                            pins={paths[k]: v for k, v in per_model.items()})
     return Router(catalog, planner, options)
 
 

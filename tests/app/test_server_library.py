@@ -6,6 +6,7 @@ temporary folder)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import urllib.request
@@ -26,11 +27,24 @@ def test_the_library_command_line_keeps_the_model_and_the_binding() -> None:
     spec = LaunchSpec("/m/x.gguf", n_ctx=8192, n_seq_max=2, n_threads=3)
     lan = Binding(lan=True, port=8080, api_key="sk-secret", public=True)
     args = library_arguments(spec, "x", lan, 8080)
-    assert args == ["-m", "loadout", "serve", "--library", "--keep", "x", "--ctx", "4096",
+    assert args == ["-m", "loadout", "serve", "--library", "--keep", "x",
+                    "--model-kv-type", "x=f16", "--ctx", "4096",
                     "--parallel", "2", "--threads", "3", "--host", "0.0.0.0",
                     "--port", "8080", "--ready-json"]
     assert "sk-secret" not in " ".join(args)  # the key goes through the environment
-    assert "--keep" not in library_arguments(spec, None, Binding(), 5000)
+    bare = library_arguments(spec, None, Binding(), 5000)
+    assert "--keep" not in bare and "--model-kv-type" not in bare
+
+
+def test_the_kept_model_keeps_the_plan_pages_gpu_layers_and_kv_type() -> None:
+    spec = LaunchSpec("/m/x.gguf", n_ctx=4096, n_gpu_layers=12, type_k="q8_0",
+                      type_v="q8_0")
+    args = library_arguments(spec, "x", Binding(), 5000)
+    assert args[4:10] == ["--keep", "x", "--model-ngl", "x=12", "--model-kv-type", "x=q8_0"]
+    # K and V of different types: no one KV type to pin (the router plans it)
+    mixed = library_arguments(LaunchSpec("/m/x.gguf", type_k="q8_0", type_v="f16"), "x",
+                              Binding(), 5000)
+    assert "--model-kv-type" not in mixed and "--model-ngl" not in mixed
 
 
 def test_the_model_kept_is_named_by_its_library_id_and_one_elsewhere_is_not(
@@ -139,5 +153,60 @@ def test_serving_the_library_and_back(qapp: QApplication, tmp_path: Path, demo_m
         assert window.engine.pinned is None
         wait_until(lambda: not window.server.models_box.isVisibleTo(window.server), 30,
                    "the list gone")
+    finally:
+        close_window(window)
+
+
+def _models_doc(window: Any) -> dict[str, Any]:
+    endpoint = window.engine.endpoint
+    request = urllib.request.Request(endpoint.url + "/v1/models", headers={
+        "Authorization": f"Bearer {endpoint.api_key}"})
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        return {m["id"]: m for m in json.loads(resp.read())["data"]}
+
+
+@pytest.mark.slow
+def test_the_kept_model_is_served_with_the_plan_pages_kv_type_and_gpu_layers(
+        qapp: QApplication, tmp_path: Path, demo_model: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.pages.plan_page import CONTEXT_STEPS
+    from engine.hardware import detect
+    from engine.server.router_plan import RouterPlanner, need_of
+    from planner.request import Request
+
+    window = open_window(_library_of(tmp_path, monkeypatch), demo_model, load=False)
+    try:
+        window.show_page("server")
+        window.server.serve_choice.setCurrentIndex(1)  # every model in the library
+        window.show_page("plan")
+        plan = window.plan
+        plan.context.setValue(CONTEXT_STEPS.index(4096) + 1)
+        plan.parallel.setValue(2)
+        plan.kv.setCurrentIndex(plan.kv.findData("q8_0"))
+        window.select_model(demo_model)
+        wait_until(lambda: plan.last_plan is not None and not window.runner.busy("plan")
+                   and window.state.model_path == demo_model, 60, "the plan")
+        plan.load_button.click()
+        wait_until(lambda: window.engine.state in ("ready", "crashed"), what="the engine")
+        assert window.engine.state == "ready", window.engine.log_text()
+        spec, pinned = window.engine.spec, window.engine.pinned
+        assert pinned and str(spec.type_k) == "q8_0"
+        # the command line the page built: the kept model with the Plan page's choices
+        cmdline = [a.decode() for a in
+                   Path(f"/proc/{window.engine.pid()}/cmdline").read_bytes().split(b"\0")]
+        assert "--library" in cmdline and "--keep" in cmdline
+        assert cmdline[cmdline.index("--model-kv-type") + 1] == f"{pinned}=q8_0"
+        assert cmdline[cmdline.index("--model-ngl") + 1] == f"{pinned}={spec.n_gpu_layers}"
+        # and the router planned (and loaded) it so: its planned memory is a q8_0 plan's
+        wait_until(lambda: _rows(window).get(pinned, [""])[0] == "loaded", 60,
+                   "the kept model")
+        planned = _models_doc(window)[pinned]["planned_bytes"]
+
+        def expected(kv: str) -> dict[str, int]:
+            request = Request(context=4096, parallel=2, advise=False, kv_type=kv,
+                              n_gpu_layers=spec.n_gpu_layers)
+            return need_of(RouterPlanner(detect(measure=False), request).alone(demo_model))
+
+        assert planned == expected("q8_0") != expected("f16")
     finally:
         close_window(window)

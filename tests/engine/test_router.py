@@ -336,6 +336,9 @@ def test_library_serves_the_demo_and_the_users_models(tmp_path: Path) -> None:
     (("demo", "--models", "{models}"), "give MODEL or --models/--library, not both"),
     (("--models", "{models}", "--no-plan"), "--no-plan apply to one model"),
     (("--models", "{models}", "--mmproj", "x.gguf"), "--mmproj apply to one model"),
+    (("--models", "{models}", "--model-kv-type", "smol-a=q5_1"), "must be one of f16"),
+    (("--models", "{models}", "--model-ngl", "nope=3"), "nope is not among the models"),
+    (("demo", "--model-ngl", "demo=3"), "apply to --models/--library"),
 ])
 def test_a_folder_without_models_or_an_unknown_keep_is_a_clear_error(
         args: tuple[str, ...], said: str, models_dir: Path, tmp_path: Path) -> None:

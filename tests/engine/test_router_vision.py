@@ -99,3 +99,18 @@ def test_with_embeddings_a_chat_model_of_the_folder_embeds(router: ServerProcess
     validate_embeddings(resp.model_dump(exclude_unset=True))
     assert [len(d.embedding) for d in resp.data] == [SMOL_SHAPE.n_embd] * 2
     assert resp.data[0].embedding != resp.data[1].embedding
+    # its plan holds the embedding context beside the chat context: the bytes the router
+    # counts for it (residency) are those of a plan with embeddings, more than without
+    from engine.gguf_file import load_profile
+    from engine.hardware import detect
+    from planner.embedding_memory import EmbeddingContext, embedding_memory
+    from planner.embedding_plan import placement_of
+
+    text = Path(router.args[1]) / f"{TEXT}.gguf"
+    planned = next(m for m in router.get_json("/v1/models")["data"]
+                   if m["id"] == TEXT)["planned_bytes"]
+    request = Request(context=512, advise=False)
+    plain = RouterPlanner(detect(measure=False), request).alone(text)
+    context = embedding_memory(load_profile(text), EmbeddingContext(512),
+                               placement_of(plain, load_profile(text)))
+    assert planned["host"] == need_of(plain)["host"] + sum(m.total_bytes for m in context)
