@@ -177,16 +177,21 @@ class DecodeRate:
             self._last = now
             if count > 0:
                 self._events.append((now, count))
+            self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        """Drop what left the window (on every token too: nothing may read the figure)."""
+        start = now - self.window_s
+        while self._events and self._events[0][0] <= start:
+            self._events.popleft()
 
     def tokens_per_second(self, now: float | None = None) -> float:
         """The figure at ``now`` (default: now); 0 when nothing was decoded in the window."""
         now = time.perf_counter() if now is None else now
         with self._lock:
-            start = now - self.window_s
-            while self._events and self._events[0][0] <= start:
-                self._events.popleft()
+            self._forget(now)
             if not self._events or self._since is None:
                 return 0.0
-            start = max(start, self._since)
+            start = max(now - self.window_s, self._since)
             tokens = sum(n for _, n in self._events)
         return tokens / (now - start) if now > start else 0.0

@@ -67,3 +67,12 @@ def test_the_request_timer_feeds_its_tokens_after_the_first() -> None:
     # the request's own decode t/s counts the same tokens
     m = timer.snapshot()
     assert m.generated_tokens - 1 == 12 and m.decode_tps is not None
+
+
+def test_a_long_run_nobody_reads_keeps_only_its_window() -> None:
+    rate = DecodeRate(window_s=1.0)
+    rate.decoded(0, 0.0, first=True)
+    for i in range(1, 10_001):  # 100 t/s for 100 s, and no status read in between
+        rate.decoded(1, i * 0.01)
+    assert len(rate._events) == 100
+    assert rate.tokens_per_second(100.0) == pytest.approx(100.0)
