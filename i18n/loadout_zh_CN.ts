@@ -2065,8 +2065,8 @@
         <translation>已生成</translation>
     </message>
     <message>
-        <source>decode t/s</source>
-        <translation>解码 t/s</translation>
+        <source>decode t/s, its answer</source>
+        <translation>该回答的解码 t/s</translation>
     </message>
     <message>
         <source>decode t/s, all requests</source>

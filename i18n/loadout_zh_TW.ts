@@ -2065,8 +2065,8 @@
         <translation>已產生</translation>
     </message>
     <message>
-        <source>decode t/s</source>
-        <translation>解碼 t/s</translation>
+        <source>decode t/s, its answer</source>
+        <translation>該回答的解碼 t/s</translation>
     </message>
     <message>
         <source>decode t/s, all requests</source>

@@ -392,7 +392,7 @@ class ServerPage(QWidget):
         self.requests_box.setTitle(self.tr("Requests"))
         self.requests.setHorizontalHeaderLabels([
             self.tr("Slot"), self.tr("State"), self.tr("Tokens held"), self.tr("Generated"),
-            self.tr("decode t/s")])
+            self.tr("decode t/s, its answer")])
         self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(n=0))
         self.throughput.set_caption(self.tr("decode t/s, all requests"))
         self.throughput.setToolTip(self.tr(
