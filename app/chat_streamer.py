@@ -101,6 +101,12 @@ class ChatStreamer(QObject):
         """Whether an answer is streaming."""
         return self._stream is not None
 
+    @property
+    def request_id(self) -> str | None:
+        """The id of the answer streaming (None until its first event arrives)."""
+        stream = self._stream
+        return stream.result.request_id if stream is not None else None
+
     def start(self, endpoint: Endpoint, body: dict[str, Any], db_path: Path,
               message_id: int) -> None:
         """Stream the answer to ``body`` into message ``message_id``."""

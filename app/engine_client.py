@@ -103,6 +103,8 @@ class StreamResult:
         timings: the engine's speed figures (``ttft_s``, ``prefill_tps``, ``decode_tps``,
             ``e2e_tps``, token counts, ``acceptance`` when speculating, ``loop_guard``).
         error: the engine's error message, if the answer ended in one.
+        request_id: the answer's id (``chatcmpl-...``), which names its slot in the
+            engine's status while it streams.
     """
 
     text: str = ""
@@ -110,6 +112,7 @@ class StreamResult:
     timings: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    request_id: str | None = None
 
 
 def sse_data(lines: Iterator[bytes]) -> Iterator[str]:
@@ -208,6 +211,8 @@ class ChatStream:
             err = doc["error"]
             self.result.error = str(err.get("message") if isinstance(err, Mapping) else err)
             return ""
+        if self.result.request_id is None and isinstance(doc.get("id"), str):
+            self.result.request_id = doc["id"]
         if isinstance(doc.get("timings"), Mapping):
             self.result.timings = dict(doc["timings"])
         if isinstance(doc.get("usage"), Mapping):

@@ -173,7 +173,7 @@ class MainWindow(QMainWindow):
         self.engine.sig_state_changed.connect(self._on_engine_state)
         self.engine.sig_load_progressed.connect(self._on_engine_progress)
         self.control.sig_engine_failed.connect(self.banner.show_death)
-        self.chat.sig_answer_finished.connect(self._on_chat_answer)
+        self.chat.sig_answer_speed_changed.connect(self._on_chat_answer_speed)
         self.chat.sig_load_wanted.connect(self._on_chat_load_wanted)
         self.state.sig_model_changed.connect(self._update_status)
         self.state.sig_detected_changed.connect(self._update_status)
@@ -331,11 +331,8 @@ class MainWindow(QMainWindow):
         self.load_progress.setValue(round(value * 100))
         self._update_status()
 
-    def _on_chat_answer(self, result: object) -> None:
-        timings = getattr(result, "timings", {}) or {}
-        value = timings.get("decode_tps")
-        if isinstance(value, int | float):
-            self._last_decode_tps = float(value)
+    def _on_chat_answer_speed(self, tps: float) -> None:
+        self._last_decode_tps = tps  # the engine's figure of the chat's answer
         self._update_status()
 
     def _on_detected(self, inventory: Inventory) -> None:
@@ -405,8 +402,11 @@ class MainWindow(QMainWindow):
         self.status_model.setText(self.tr("Model: {name}").format(
             name=path.name if path else self.tr("none")))
         decode = self._last_decode_tps
-        self.status_decode.setText(self.tr("Decode: {tps} t/s").format(
+        self.status_decode.setText(self.tr("Decode: {tps} t/s (last answer)").format(
             tps=fmt_tps(decode) if decode is not None else "—"))
+        self.status_decode.setToolTip(self.tr(
+            "The decode t/s of the last chat answer (live while it streams), as the engine "
+            "measures it; the Server page charts all requests together"))
         inv = self.state.detected
         own = [g for g in inv.gpus if not g.remote] if inv is not None else []  # no workers
         if own:

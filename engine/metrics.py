@@ -4,6 +4,9 @@
 - Prefill t/s: new prompt tokens / prompt-processing time (cached tokens counted apart).
 - Decode t/s: generated tokens after the first / time from first to last token.
 - End-to-end t/s: generated tokens / (request received -> last token).
+- Decode t/s of all requests: the tokens every slot together decoded (each request's tokens
+  after its first, as in its own decode t/s) per wall second, over the last few seconds
+  (from when decoding began, if later); what a server delivers to all its clients.
 - Acceptance: accepted / drafted tokens, and tokens per decode step, when speculating.
 - Decode overhead: the share of the decode time (first -> last token) spent outside
   llama.cpp's ``llama_decode`` (sampling, detokenizing, streaming, speculation's drafting):
@@ -12,7 +15,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +43,8 @@ class RequestTimer:
     image_tokens: int = 0  # seconds the vision encoder took and the seconds their
     image_encode_s: float = 0.0  # embeddings took to decode into the sequence
     image_decode_s: float = 0.0
+    # the engine's decode t/s of all requests, which token() feeds
+    rate: DecodeRate | None = field(default=None, repr=False, compare=False)
 
     def prefill_started(self) -> None:
         self.prefill_start = time.perf_counter()
@@ -48,10 +55,13 @@ class RequestTimer:
     def token(self, count: int = 1) -> None:
         """Record ``count`` generated tokens arriving now."""
         now = time.perf_counter()
-        if self.first_token is None:
+        first = self.first_token is None
+        if first:
             self.first_token = now
         self.last_token = now
         self.generated_tokens += count
+        if self.rate is not None:
+            self.rate.decoded(count - 1 if first else count, now, first=first)
 
     def snapshot(self) -> Metrics:
         """The figures so far (final once the request has ended)."""
@@ -135,3 +145,53 @@ class Metrics:
             parts.append(f"acceptance {self.acceptance:.0%}, "
                          f"{fmt(self.tokens_per_step, 'tokens/step', 2)}")
         return " | ".join(parts)
+
+
+DECODE_WINDOW_S = 4.0
+
+
+class DecodeRate:
+    """The engine's decode t/s of all requests: tokens decoded by every slot together per
+    wall second over the last ``window_s`` seconds, or since decoding began when that is
+    later. Fed by each request's :class:`RequestTimer` (engine thread), read by the status
+    (any thread).
+
+    Args:
+        window_s: how far back the figure looks.
+    """
+
+    def __init__(self, window_s: float = DECODE_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._events: deque[tuple[float, int]] = deque()  # (instant, tokens decoded then)
+        self._since: float | None = None  # when decoding began (after a pause of a window)
+        self._last: float | None = None  # the last token recorded
+        self._lock = threading.Lock()
+
+    def decoded(self, count: int, now: float, *, first: bool = False) -> None:
+        """Record ``count`` tokens decoded at ``now``; ``first``: a request's first token
+        arrived with them (it ends its prefill: not counted, but decoding begins)."""
+        with self._lock:
+            if self._last is None or self._last < now - self.window_s:
+                self._events.clear()  # decoding begins (again, after a pause)
+                self._since = now
+            self._last = now
+            if count > 0:
+                self._events.append((now, count))
+            self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        """Drop what left the window (on every token too: nothing may read the figure)."""
+        start = now - self.window_s
+        while self._events and self._events[0][0] <= start:
+            self._events.popleft()
+
+    def tokens_per_second(self, now: float | None = None) -> float:
+        """The figure at ``now`` (default: now); 0 when nothing was decoded in the window."""
+        now = time.perf_counter() if now is None else now
+        with self._lock:
+            self._forget(now)
+            if not self._events or self._since is None:
+                return 0.0
+            start = max(now - self.window_s, self._since)
+            tokens = sum(n for _, n in self._events)
+        return tokens / (now - start) if now > start else 0.0

@@ -143,6 +143,7 @@ class RequestHandle:
 
     def __init__(self, request: GenerationRequest) -> None:
         self.request = request
+        self.request_id: str | None = None  # the id its client sees, named in the status
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
         self._chunks: deque[Chunk] = deque()

@@ -219,7 +219,8 @@ class Engine:
         return handle
 
     def status(self) -> dict[str, Any]:
-        """A snapshot: slots, queue length, memory per device, load progress, model, context."""
+        """A snapshot: slots (each with its request's figures), the decode t/s of all
+        requests, queue length, memory per device, load progress, model, context."""
         from engine.ggml_devices import engine_devices
 
         try:
@@ -235,6 +236,7 @@ class Engine:
             "n_ctx_per_seq": self.n_ctx_per_seq,
             "n_ctx": self._ctx.n_ctx,
             "slots": [dict(s) for s in self._status_slots],
+            "decode_tps_all_requests": self._scheduler.decode_rate.tokens_per_second(),
             "queue_length": self._queue.qsize(),
             "devices": devices,
             "closed": self._closed.is_set(),

@@ -27,7 +27,7 @@ from typing import Any
 
 from engine.errors import ImageInputError
 from engine.loop_guard import LoopGuard
-from engine.metrics import RequestTimer
+from engine.metrics import DecodeRate, RequestTimer
 from engine.native.batch import Batch
 from engine.native.context import NativeContext
 from engine.native.logprobs import Scorer
@@ -120,6 +120,7 @@ class Scheduler:
         self.batch = Batch(ctx.n_batch, ctx.n_seq_max)
         self.scorer = Scorer(vocab, n_vocab)
         self.score_rows = max(1, SCORE_BYTES // (4 * max(1, n_vocab)))
+        self.decode_rate = DecodeRate()  # every slot's decoded tokens, for the status
         # called with (metrics as JSON, finish reason) when a request ends: the run record
         self.on_finish: Callable[[dict[str, Any], str], None] | None = None
 
@@ -162,6 +163,7 @@ class Scheduler:
         slot.prompt, slot.n_prompt_done = item.prompt, reuse
         slot.sampler, slot.detok = sampler, Detokenizer(self.vocab)
         slot.timer = item.timer
+        slot.timer.rate = self.decode_rate
         slot.timer.prompt_tokens = len(item.prompt)
         slot.timer.cached_tokens = reuse
         slot.guard = LoopGuard() if params.loop_guard != "off" else None
@@ -494,17 +496,19 @@ class Scheduler:
 
     # -- status and teardown --------------------------------------------------------------
     def slot_status(self) -> list[dict[str, Any]]:
-        """Per slot: state, tokens held, current decode t/s."""
+        """Per slot: state, tokens held, and its request's id and figures so far (this
+        answer's decode t/s, prefill t/s, TTFT: its timer's, as in the final chunk)."""
         out = []
-        now = time.perf_counter()
         for s in self.slots:
-            tps = None
-            t = s.timer
-            if s.busy and t is not None and t.first_token is not None \
-                    and t.generated_tokens > 1 and now > t.first_token:
-                tps = (t.generated_tokens - 1) / max(1e-9, (t.last_token or now) - t.first_token)
-            out.append({"seq": s.seq, "state": s.state, "tokens": len(s.tokens),
-                        "generated": s.generated if s.busy else 0, "decode_tps": tps})
+            doc: dict[str, Any] = {"seq": s.seq, "state": s.state, "tokens": len(s.tokens),
+                                   "generated": s.generated if s.busy else 0,
+                                   "request_id": None, "decode_tps": None,
+                                   "prefill_tps": None, "ttft_s": None}
+            if s.busy and s.timer is not None and s.handle is not None:
+                m = s.timer.snapshot()
+                doc.update(request_id=s.handle.request_id, decode_tps=m.decode_tps,
+                           prefill_tps=m.prefill_tps, ttft_s=m.ttft_s)
+            out.append(doc)
         return out
 
     def abort_all(self, reason: str, error: str | None = None) -> None:

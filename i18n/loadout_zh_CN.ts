@@ -83,6 +83,10 @@
         <translation>一张图片</translation>
     </message>
     <message>
+        <source>Last answer: {figures}</source>
+        <translation>上一个回答：{figures}</translation>
+    </message>
+    <message>
         <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
         <translation>你的问题正在等待模型加载；模型一就绪就会回答。</translation>
     </message>
@@ -127,8 +131,16 @@
         <translation>对话</translation>
     </message>
     <message>
-        <source>Live decode speed</source>
-        <translation>实时解码速度</translation>
+        <source>Live decode speed of this answer</source>
+        <translation>本次回答的实时解码速度</translation>
+    </message>
+    <message>
+        <source>decode t/s, this answer</source>
+        <translation>本次回答的解码 t/s</translation>
+    </message>
+    <message>
+        <source>This answer&apos;s decode t/s while it streams, as the engine measures it (other requests to the server are not counted)</source>
+        <translation>本次回答流式输出时的解码 t/s，由引擎测得（不计服务器上的其他请求）</translation>
     </message>
     <message>
         <source>Send</source>
@@ -145,14 +157,6 @@
     <message>
         <source>Edit last question</source>
         <translation>编辑上一个问题</translation>
-    </message>
-    <message>
-        <source>decode t/s, live</source>
-        <translation>实时解码 t/s</translation>
-    </message>
-    <message>
-        <source>The engine&apos;s decode t/s while the answer streams</source>
-        <translation>回答流式输出时引擎的解码 t/s</translation>
     </message>
 </context>
 <context>
@@ -1554,8 +1558,12 @@
         <translation>无</translation>
     </message>
     <message>
-        <source>Decode: {tps} t/s</source>
-        <translation>解码：{tps} t/s</translation>
+        <source>Decode: {tps} t/s (last answer)</source>
+        <translation>解码：{tps} t/s（上一个回答）</translation>
+    </message>
+    <message>
+        <source>The decode t/s of the last chat answer (live while it streams), as the engine measures it; the Server page charts all requests together</source>
+        <translation>上一个聊天回答的解码 t/s（流式输出时实时更新），由引擎测得；服务器页面的图表显示全部请求的合计</translation>
     </message>
     <message>
         <source>VRAM in use: {used} / {total}</source>
@@ -2057,12 +2065,16 @@
         <translation>已生成</translation>
     </message>
     <message>
-        <source>decode t/s</source>
-        <translation>解码 t/s</translation>
+        <source>decode t/s, its answer</source>
+        <translation>该回答的解码 t/s</translation>
     </message>
     <message>
         <source>decode t/s, all requests</source>
         <translation>全部请求的解码 t/s</translation>
+    </message>
+    <message>
+        <source>The tokens every request together decodes per second, over the last few seconds, as the engine measures it</source>
+        <translation>全部请求合计每秒解码的 token 数（最近几秒），由引擎测得</translation>
     </message>
     <message>
         <source>Memory per device</source>

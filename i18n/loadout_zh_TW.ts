@@ -83,6 +83,10 @@
         <translation>一張圖片</translation>
     </message>
     <message>
+        <source>Last answer: {figures}</source>
+        <translation>上一個回答：{figures}</translation>
+    </message>
+    <message>
         <source>Your question waits for the model to load; it is answered as soon as the model is ready.</source>
         <translation>你的問題正在等待模型載入；模型一就緒就會回答。</translation>
     </message>
@@ -127,8 +131,16 @@
         <translation>對話</translation>
     </message>
     <message>
-        <source>Live decode speed</source>
-        <translation>即時解碼速度</translation>
+        <source>Live decode speed of this answer</source>
+        <translation>本次回答的即時解碼速度</translation>
+    </message>
+    <message>
+        <source>decode t/s, this answer</source>
+        <translation>本次回答的解碼 t/s</translation>
+    </message>
+    <message>
+        <source>This answer&apos;s decode t/s while it streams, as the engine measures it (other requests to the server are not counted)</source>
+        <translation>本次回答串流輸出時的解碼 t/s，由引擎測得（不計伺服器上的其他請求）</translation>
     </message>
     <message>
         <source>Send</source>
@@ -145,14 +157,6 @@
     <message>
         <source>Edit last question</source>
         <translation>編輯上一個問題</translation>
-    </message>
-    <message>
-        <source>decode t/s, live</source>
-        <translation>即時解碼 t/s</translation>
-    </message>
-    <message>
-        <source>The engine&apos;s decode t/s while the answer streams</source>
-        <translation>回答串流輸出時引擎的解碼 t/s</translation>
     </message>
 </context>
 <context>
@@ -1554,8 +1558,12 @@
         <translation>無</translation>
     </message>
     <message>
-        <source>Decode: {tps} t/s</source>
-        <translation>解碼：{tps} t/s</translation>
+        <source>Decode: {tps} t/s (last answer)</source>
+        <translation>解碼：{tps} t/s（上一個回答）</translation>
+    </message>
+    <message>
+        <source>The decode t/s of the last chat answer (live while it streams), as the engine measures it; the Server page charts all requests together</source>
+        <translation>上一個聊天回答的解碼 t/s（串流輸出時即時更新），由引擎測得；伺服器頁面的圖表顯示全部請求的合計</translation>
     </message>
     <message>
         <source>VRAM in use: {used} / {total}</source>
@@ -2057,12 +2065,16 @@
         <translation>已產生</translation>
     </message>
     <message>
-        <source>decode t/s</source>
-        <translation>解碼 t/s</translation>
+        <source>decode t/s, its answer</source>
+        <translation>該回答的解碼 t/s</translation>
     </message>
     <message>
         <source>decode t/s, all requests</source>
         <translation>全部請求的解碼 t/s</translation>
+    </message>
+    <message>
+        <source>The tokens every request together decodes per second, over the last few seconds, as the engine measures it</source>
+        <translation>全部請求合計每秒解碼的 token 數（最近幾秒），由引擎測得</translation>
     </message>
     <message>
         <source>Memory per device</source>

@@ -1,8 +1,8 @@
 """Chat: conversations on the left, the transcript with its speed footers, the input.
 
 Answers stream from the engine process over HTTP in a worker (:mod:`app.chat_streamer`);
-the page only renders what arrives. While an answer streams, a small chart follows the
-engine's live decode t/s (from ``/v1/loadout/status``).
+the page only renders what arrives. While an answer streams, a small chart follows that
+answer's decode t/s as the engine reports it for its slot (``/v1/loadout/status``).
 """
 
 from __future__ import annotations
@@ -46,14 +46,17 @@ IDLE_POLL_MS = 1000
 TITLE_CHARS = 48
 
 
-def live_decode_tps(status: dict[str, Any], model: str | None = None) -> float | None:
-    """The engine's current decode t/s over the slots that are decoding (their mean); of
-    ``model``'s slots only when the server runs many (its slots name their model)."""
+def answer_decode_tps(status: dict[str, Any], request_id: str | None) -> float | None:
+    """The decode t/s the engine reports for the answer ``request_id`` (its slot's, from
+    the answer's own timer); None until it has one."""
+    if request_id is None:
+        return None
     engine = status.get("engine") or {}
-    values = [float(s["decode_tps"]) for s in engine.get("slots") or ()
-              if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float)
-              and (model is None or s.get("model", model) == model)]
-    return sum(values) / len(values) if values else None
+    for slot in engine.get("slots") or ():
+        if isinstance(slot, dict) and slot.get("request_id") == request_id:
+            value = slot.get("decode_tps")
+            return float(value) if isinstance(value, int | float) else None
+    return None
 
 
 class ChatPage(QWidget):
@@ -63,10 +66,13 @@ class ChatPage(QWidget):
     sent as soon as the engine is; when no load is on its way, asking starts one.
 
     Signals:
+        sig_answer_speed_changed(float): the decode t/s of the answer streaming (the
+            engine's live figure), then its final one.
         sig_answer_finished(object): the :class:`StreamResult` of an answer.
         sig_load_wanted(): a question waits and no engine is loading: load one.
     """
 
+    sig_answer_speed_changed = Signal(float)
     sig_answer_finished = Signal(object)
     sig_load_wanted = Signal()
 
@@ -227,7 +233,7 @@ class ChatPage(QWidget):
         self.messages = self.store.messages(conversation_id) if conversation_id else []
         self.last_error = ""
         last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
-        self.footer.setText(footer_text(last.timings) if last else "")
+        self._show_footer(last.timings if last else {})
         self._render()
         self._refresh_buttons()
 
@@ -417,18 +423,27 @@ class ChatPage(QWidget):
         if self.conversation_id is not None and not self._closed:
             self.messages = self.store.messages(self.conversation_id)
         if shown:
-            self.footer.setText(footer_text(result.timings))
+            self._show_footer(result.timings)
+        final = result.timings.get("decode_tps")
+        if isinstance(final, int | float):
+            self.sig_answer_speed_changed.emit(float(final))
         self._render()
         self._refresh_buttons()
         self.sig_answer_finished.emit(result)
 
+    def _show_footer(self, timings: dict[str, Any]) -> None:
+        """The figures of the conversation's last answer, labelled as that answer's."""
+        figures = footer_text(timings)
+        self.footer.setText(self.tr("Last answer: {figures}").format(figures=figures)
+                            if figures else "")
+
     def _on_engine_status(self, status: dict[str, Any]) -> None:
         if not self.streamer.busy:
             return
-        endpoint = self._engine.endpoint
-        tps = live_decode_tps(status, endpoint.model if endpoint is not None else None)
+        tps = answer_decode_tps(status, self.streamer.request_id)
         if tps is not None:
             self.chart.add(tps)
+            self.sig_answer_speed_changed.emit(tps)
 
     def _on_engine_state(self, state: str) -> None:
         if state in ("loading", "ready", "crashed"):
@@ -512,20 +527,22 @@ class ChatPage(QWidget):
         set_name(self.input, self.tr("Question"))
         set_name(self.transcript, self.tr("Conversation"))
         set_name(self.conversation_list, self.tr("Conversations"))
-        set_name(self.chart, self.tr("Live decode speed"))
+        set_name(self.chart, self.tr("Live decode speed of this answer"))
         self.send_button.setText(self.tr("Send"))
         self.stop_button.setText(self.tr("Stop"))
         self.regenerate_button.setText(self.tr("Regenerate"))
         self.edit_button.setText(self.tr("Edit last question"))
-        self.chart.set_caption(self.tr("decode t/s, live"))
-        self.chart.setToolTip(self.tr("The engine's decode t/s while the answer streams"))
+        self.chart.set_caption(self.tr("decode t/s, this answer"))
+        self.chart.setToolTip(self.tr(
+            "This answer's decode t/s while it streams, as the engine measures it (other "
+            "requests to the server are not counted)"))
         self._refresh_engine_label()
         self.reload_conversations()
         if self.messages:
             self._render()
         last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
-        self.footer.setText(footer_text(last.timings) if last else "")
+        self._show_footer(last.timings if last else {})
         self._refresh_buttons()
 
 
-__all__ = ["ChatPage", "live_decode_tps", "speed_figures"]
+__all__ = ["ChatPage", "answer_decode_tps", "speed_figures"]

@@ -44,15 +44,11 @@ from app.widgets.speed_chart import SpeedChart
 log = logging.getLogger(__name__)
 
 
-def aggregate_decode_tps(status: dict[str, Any]) -> float:
-    """The engine's decode t/s summed over every slot decoding now (of every loaded model
-    when the server runs many)."""
-    engine = status.get("engine") or {}
-    engines = [engine]  # a router's status carries every loaded model's slots
-    if "slots" not in engine:
-        engines += [m.get("engine") or {} for m in served_models(status).values()]
-    return sum(float(s["decode_tps"]) for e in engines for s in e.get("slots") or ()
-               if isinstance(s, dict) and isinstance(s.get("decode_tps"), int | float))
+def aggregate_decode_tps(status: dict[str, Any]) -> float | None:
+    """The engine's decode t/s of all requests (every slot's decoded tokens per second, of
+    every loaded model when the server runs many); None when the engine gives none."""
+    value = (status.get("engine") or {}).get("decode_tps_all_requests")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def served_models(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -275,7 +271,9 @@ class ServerPage(QWidget):
                 self.requests.setItem(row, col, QTableWidgetItem(value))
         self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(
             n=int(engine.get("queued", 0) or 0)))
-        self.throughput.add(aggregate_decode_tps(status))
+        throughput = aggregate_decode_tps(status)
+        if throughput is not None:
+            self.throughput.add(throughput)
         devices = [d for d in engine.get("devices") or () if isinstance(d, dict)]
         self.memory.setRowCount(len(devices))
         for row, dev in enumerate(devices):
@@ -394,9 +392,12 @@ class ServerPage(QWidget):
         self.requests_box.setTitle(self.tr("Requests"))
         self.requests.setHorizontalHeaderLabels([
             self.tr("Slot"), self.tr("State"), self.tr("Tokens held"), self.tr("Generated"),
-            self.tr("decode t/s")])
+            self.tr("decode t/s, its answer")])
         self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(n=0))
         self.throughput.set_caption(self.tr("decode t/s, all requests"))
+        self.throughput.setToolTip(self.tr(
+            "The tokens every request together decodes per second, over the last few "
+            "seconds, as the engine measures it"))
         self.memory_box.setTitle(self.tr("Memory per device"))
         self.memory.setHorizontalHeaderLabels([self.tr("Device"), self.tr("Free"),
                                                self.tr("Total")])

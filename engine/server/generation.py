@@ -201,6 +201,7 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
     :func:`engine.server.tools.may_be_call`); an answer that is plainly prose streams.
     """
     model, rid, created = gen.served.id, docs.new_id("chatcmpl"), gen.created
+    gen.handle.request_id = rid  # the slot status names the answer it serves
     tools = gen.parsed.tools
     holding = bool(tools)
     parts: list[str] = []
@@ -269,6 +270,7 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
 async def completion_events(gen: Generation) -> AsyncIterator[bytes]:
     """The SSE events of a streamed completion, ending in ``[DONE]``."""
     model, rid, created = gen.served.id, docs.new_id("cmpl"), gen.created
+    gen.handle.request_id = rid
     last: Chunk | None = None
     prefix = gen.prompt_text if gen.parsed.echo else ""
     text_event = sse.DeltaEvents(docs.completion_response(

@@ -228,21 +228,24 @@ class ServerState:
         return _summarised(self.engine.status())
 
     def _router_status(self) -> dict[str, Any]:
-        """Over the loaded models: the summary sums, every slot (with its ``model``), the
-        devices' memory (one reading: it is the machine's) and ``planned_bytes`` per device
-        summed; each model's own under ``models``."""
+        """Over the loaded models: the summary sums (the decode t/s of all requests too),
+        every slot (with its ``model``), the devices' memory (one reading: it is the
+        machine's) and ``planned_bytes`` per device summed; each model's own under
+        ``models``."""
         assert self.router is not None
         models: dict[str, Any] = {}
         totals = {"slots_total": 0, "slots_active": 0, "queued": 0}
         slots: list[dict[str, Any]] = []
         devices: list[Any] = []
         planned: dict[str, int] = {}
+        decode = 0.0  # every loaded model's decode t/s of all requests, together
         for e in self.router.models.values():
             doc = self.router.describe(e)
             if e.engine is not None:
                 status = _summarised(e.engine.status())
                 for key in totals:
                     totals[key] += int(status.get(key) or 0)
+                decode += float(status.get("decode_tps_all_requests") or 0.0)
                 slots += [{**s, "model": e.id} for s in status.get("slots") or ()
                           if isinstance(s, Mapping)]
                 devices = devices or list(status.get("devices") or ())
@@ -250,7 +253,8 @@ class ServerState:
                     planned[device] = planned.get(device, 0) + n
                 doc["engine"] = status
             models[e.id] = doc
-        return {**totals, "slots": slots, "devices": devices or _device_readings(),
+        return {**totals, "decode_tps_all_requests": decode, "slots": slots,
+                "devices": devices or _device_readings(),
                 "planned_bytes": planned, "models": models}
 
 

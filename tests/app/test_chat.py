@@ -78,7 +78,9 @@ def test_answer_contains_paris_and_footer_shows_the_engines_four_speeds(window: 
     assert f"decode {fmt_tps(timings['decode_tps'])} t/s" in footer
     assert f"end-to-end {fmt_tps(timings['e2e_tps'])} t/s" in footer
     assert f"decode {fmt_tps(timings['decode_tps'])} t/s" in window.chat.transcript_text()
-    assert window.status_decode.text() == f"Decode: {fmt_tps(timings['decode_tps'])} t/s"
+    assert window.status_decode.text() == \
+        f"Decode: {fmt_tps(timings['decode_tps'])} t/s (last answer)"
+    assert footer.startswith("Last answer: TTFT ")
     assert window.status_engine.text() == "Engine: ready"
     # saved with its figures
     stored = window.chat.store.messages(window.chat.conversation_id)
@@ -116,6 +118,65 @@ def test_stop_mid_answer_keeps_what_was_shown_and_frees_the_slot(window: Any) ->
         return doc["engine"]["slots_active"] == 0
 
     wait_until(idle, 10, "the slot to be freed")
+
+
+def _slots(status: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list(((status or {}).get("engine") or {}).get("slots") or ())
+
+
+def test_live_figures_are_the_engines_own_and_say_which(window: Any) -> None:
+    """With a second client's answer in the other slot, the chat chart and the status bar
+    show this answer's figure and the Server chart the engine's all-requests figure:
+    neither a mean nor a sum of the slots, nor the other answer's."""
+    import threading
+
+    from app.engine_client import ChatStream
+    from app.formatting import fmt_tps
+
+    chat, poller = window.chat, window.engine.poller
+    chat.new_conversation()
+    chat.temperature.setValue(0.8)
+    chat.max_tokens.setValue(2000)
+    other = ChatStream(window.engine.endpoint, {
+        "messages": [{"role": "user", "content": LONG_ASK}], "max_tokens": 2000,
+        "temperature": 1.0, "loop_guard": "off"})
+    reader = threading.Thread(target=lambda: list(other.deltas()), daemon=True)
+    reader.start()
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    chat.input.setPlainText(LONG_ASK)
+    chat.send_button.click()
+    try:
+        def both_decode() -> bool:
+            slots = _slots(poller.last_status)
+            return not results and chat.streamer.request_id is not None and \
+                sum(s.get("decode_tps") is not None for s in slots) == 2 and \
+                any(s["request_id"] == chat.streamer.request_id for s in slots)
+
+        wait_until(both_decode, 120, "both answers decoding")
+        status = poller.last_status
+        assert status is not None
+        slots = _slots(status)
+        mine = next(s for s in slots if s["request_id"] == chat.streamer.request_id)
+        theirs = next(s for s in slots if s is not mine)
+        assert theirs["request_id"] is not None and theirs["request_id"] != mine["request_id"]
+        figures = [s["decode_tps"] for s in slots]
+        everyone = status["engine"]["decode_tps_all_requests"]
+        assert chat.chart.values()[-1] == mine["decode_tps"] != sum(figures) / 2
+        assert window.status_decode.text() == \
+            f"Decode: {fmt_tps(mine['decode_tps'])} t/s (last answer)"
+        assert window.server.throughput.values()[-1] == everyone != sum(figures)
+        assert chat.chart.caption == "decode t/s, this answer"
+        assert window.server.throughput.caption == "decode t/s, all requests"
+    finally:
+        chat.stop_button.click()
+        other.cancel()
+        wait_until(lambda: results, 30, "the stop")
+        chat.sig_answer_finished.disconnect(results.append)
+        reader.join(30)
+    # stopped, the answer has no final figures: the bar keeps the last one the engine gave
+    assert window.status_decode.text() == \
+        f"Decode: {fmt_tps(chat.chart.values()[-1])} t/s (last answer)"
 
 
 def test_regenerate_and_edit_and_resend(window: Any) -> None:

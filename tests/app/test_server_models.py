@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from app.engine_process import EngineProcess
-from app.pages.chat_page import live_decode_tps
+from app.pages.chat_page import answer_decode_tps
 from app.pages.server_page import ServerPage, aggregate_decode_tps
 from tests.engine.server_fixtures import ServerProcess
 from tests.engine.test_router import COMMON, write_models
@@ -41,6 +41,11 @@ def test_the_server_page_lists_every_model_with_state_and_memory(
     assert not page.models_box.isVisibleTo(page)  # one model: no list
     page._on_engine_status(status)
     assert page.models_box.isVisibleTo(page)
+    # the chart shows the router's one figure of all requests, over every loaded model
+    everyone = status["engine"]["decode_tps_all_requests"]
+    assert everyone == sum(m["engine"]["decode_tps_all_requests"]
+                           for m in status["engine"]["models"].values() if "engine" in m)
+    assert page.throughput.values() == (everyone,)
     rows = _rows(page)
     assert set(rows) == {"smol-a", "smol-b", "smol-c", "demo-smollm"}
     assert rows["smol-b"][0] == "loaded" and rows["smol-b"][1].endswith("MiB")
@@ -57,11 +62,13 @@ def test_the_server_page_lists_every_model_with_state_and_memory(
     engine.deleteLater()
 
 
-def test_speeds_are_counted_once_and_chat_reads_its_own_models_slots() -> None:
-    slots = [{"model": "a", "decode_tps": 10.0}, {"model": "b", "decode_tps": 30.0}]
-    status = {"engine": {"slots": slots, "models": {
+def test_speeds_are_the_engines_and_chat_reads_its_own_answers_slot() -> None:
+    slots = [{"model": "a", "request_id": "chatcmpl-1", "decode_tps": 10.0},
+             {"model": "b", "request_id": "chatcmpl-2", "decode_tps": 30.0}]
+    status = {"engine": {"decode_tps_all_requests": 37.5, "slots": slots, "models": {
         "a": {"engine": {"slots": slots[:1]}}, "b": {"engine": {"slots": slots[1:]}}}}}
-    assert aggregate_decode_tps(status) == 40.0
-    assert live_decode_tps(status, "a") == 10.0 and live_decode_tps(status) == 20.0
-    single = {"engine": {"slots": [{"seq": 0, "decode_tps": 12.0}]}}
-    assert live_decode_tps(single, "demo") == 12.0 == aggregate_decode_tps(single)
+    assert aggregate_decode_tps(status) == 37.5  # the engine's, not a sum of the slots
+    assert answer_decode_tps(status, "chatcmpl-2") == 30.0
+    assert answer_decode_tps(status, "chatcmpl-3") is None
+    assert answer_decode_tps(status, None) is None
+    assert aggregate_decode_tps({"engine": {"slots": slots}}) is None

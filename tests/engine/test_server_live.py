@@ -281,10 +281,35 @@ def test_metrics_count_requests_tokens_and_speeds(server: ServerProcess, client:
     assert "loadout_slots_total 4" in text and "loadout_queue_length 0" in text
 
 
+def test_status_names_each_answers_slot_with_its_figures_and_all_requests(
+        server: ServerProcess, client: Any) -> None:
+    stream = client.chat.completions.create(
+        model=server.model, messages=[{"role": "user", "content": "Tell me a long story."}],
+        max_tokens=400, temperature=0, stream=True,
+        extra_body={"loop_guard": "off"})
+    chunks = iter(stream)
+    first = next(chunks)
+    slot: dict[str, Any] = {}
+    doc: dict[str, Any] = {}
+    for _ in range(400):  # until the engine's snapshot shows this answer decoding
+        next(chunks)
+        doc = server.get_json("/v1/loadout/status")["engine"]
+        slot = next((s for s in doc["slots"] if s["request_id"] == first.id), {})
+        if slot.get("decode_tps") is not None:
+            break
+    stream.close()
+    assert slot["state"] == "generate" and slot["generated"] > 1
+    assert slot["decode_tps"] > 0 and slot["prefill_tps"] > 0 and slot["ttft_s"] > 0
+    # the other slots serve no answer; the one figure of all requests is the engine's
+    assert all(s["request_id"] is None for s in doc["slots"] if s is not slot)
+    assert doc["decode_tps_all_requests"] > 0
+
+
 def test_status_shows_slots_memory_and_load(server: ServerProcess) -> None:
     doc = server.get_json("/v1/loadout/status")
     assert doc["state"] == "ready" and doc["load_progress"] == 1.0
     engine = doc["engine"]
     assert len(engine["slots"]) == 4 and engine["n_ctx_per_seq"] == 1024
     assert all({"state", "tokens", "decode_tps"} <= set(s) for s in engine["slots"])
+    assert isinstance(engine["decode_tps_all_requests"], float)
     assert engine["devices"] and all("free_bytes" in d for d in engine["devices"])
