@@ -1,6 +1,6 @@
 """A conversation as Markdown for the transcript view, and an answer's speed footer.
 
-The figures are the engine's (``timings`` of the answer), named as in DESIGN.md; the app
+The figures are the engine's (``timings`` of the answer), named as in docs/speed-figures.md; the app
 only formats them. Each closed code block is followed by a "copy" link whose target names
 the block (``copy:N``), so the view can put that block's text on the clipboard.
 """

@@ -2,7 +2,8 @@
 
 llama-cpp-python does not bind these functions; we bind the few we need from the ggml
 library it ships. Used by detection (cross-check, Intel/Vulkan/Apple GPUs), the self-test,
-and the tensor buffer overrides (a device's buffer type).
+the tensor buffer overrides (a device's buffer type), and the RPC workers' devices, which
+are kept out of ggml's registry and looked up here by name (:func:`device_handle`).
 """
 
 from __future__ import annotations
@@ -151,6 +152,42 @@ def _max_tensor_bytes(lib: Any, dev: Any) -> int:
         lib.ggml_free(ctx)
 
 
+# Devices handed in by a backend registration but kept out of ggml's global registry (an
+# RPC worker's: llama.cpp would otherwise give them to every later load, and abort once
+# the worker has gone): name -> ggml_backend_dev_t.
+_ADOPTED: dict[str, int] = {}
+
+
+def adopt_backend_devices(reg: int) -> list[str]:
+    """Remember the devices of a backend registration (``ggml_backend_reg_t``, e.g. what
+    ``ggml_backend_rpc_add_server`` returns) by name, without adding them to ggml's
+    registry, so :func:`device_handle` finds them. Returns their names (``RPC0`` ...)."""
+    lib = _lib()
+    lib.ggml_backend_reg_dev_count.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_reg_dev_count.restype = ctypes.c_size_t
+    lib.ggml_backend_reg_dev_get.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.ggml_backend_reg_dev_get.restype = ctypes.c_void_p
+    names = []
+    for i in range(int(lib.ggml_backend_reg_dev_count(ctypes.c_void_p(reg)))):
+        dev = lib.ggml_backend_reg_dev_get(ctypes.c_void_p(reg), i)
+        name = _text(lib.ggml_backend_dev_name(dev))
+        _ADOPTED[name] = int(dev)
+        names.append(name)
+    return names
+
+
+def remembered_device(name: str) -> int | None:
+    """The ``ggml_backend_dev_t`` of an adopted device (a registered worker's), if any."""
+    return _ADOPTED.get(name)
+
+
+def device_handle(name: str) -> int | None:
+    """The ``ggml_backend_dev_t`` of the named device: an adopted one (a registered RPC
+    worker's) or one of ggml's registry; None when the engine has no such device."""
+    dev = _ADOPTED.get(name) or _lib().ggml_backend_dev_by_name(name.encode())
+    return int(dev) if dev else None
+
+
 def buffer_type(device_name: str) -> int:
     """The default buffer type (a ``ggml_backend_buffer_type_t``) of the named device.
 
@@ -160,14 +197,11 @@ def buffer_type(device_name: str) -> int:
     Raises:
         KeyError: the engine build has no device of that name.
     """
-    from engine.rpc import remote_device
-
-    lib = _lib()
-    dev = remote_device(device_name) or lib.ggml_backend_dev_by_name(device_name.encode())
+    dev = device_handle(device_name)
     if not dev:
         names = ", ".join(d.name for d in engine_devices())
         raise KeyError(f"the engine has no device {device_name!r} (it has: {names})")
-    return int(lib.ggml_backend_dev_buffer_type(dev))
+    return int(_lib().ggml_backend_dev_buffer_type(dev))
 
 
 def buffer_type_name(buft: int) -> str:

@@ -1,4 +1,4 @@
-"""Speed figures, one definition everywhere (see DESIGN.md, "Speed readouts").
+"""Speed figures, one definition everywhere (see docs/speed-figures.md).
 
 - TTFT: request received -> first generated token (queueing + prompt processing).
 - Prefill t/s: new prompt tokens / prompt-processing time (cached tokens counted apart).

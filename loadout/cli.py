@@ -7,42 +7,13 @@ else there; logs go to stderr.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 
-from loadout import __version__
+from loadout.parser import build_parser
 
-# Order is the order of ``loadout --help``.
-COMMANDS: tuple[str, ...] = (
-    "detect", "plan", "recommend", "pull", "serve", "chat", "bench", "calibrate", "worker",
-)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="loadout",
-        description=(
-            "Loadout plans where every byte of a local LLM goes on your hardware, predicts "
-            "its speed, runs it on llama.cpp and measures it. Without a subcommand it opens "
-            "the desktop app."
-        ),
-    )
-    parser.add_argument("--version", action="version", version=f"loadout {__version__}")
-    parser.add_argument("--self-test", action="store_true",
-                        help="load the demo model, answer one question, print the engine "
-                             "build and devices; exit 0 on success")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log more on stderr")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        if importlib.util.find_spec(f"loadout.commands.{name}") is None:
-            continue  # a command this build does not have yet is simply not offered
-        module = importlib.import_module(f"loadout.commands.{name}")
-        module.register(sub)
-    return parser
+__all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

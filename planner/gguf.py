@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from planner.errors import GGUFError, UnsupportedModelError
 from planner.ggml_types import GGML_TYPES
+from planner.gguf_header import ArrayInfo, GGUFHeader, RawTensor, printable
 from planner.profile import ModelProfile
-from planner.profile_builder import build_profile, printable
+from planner.profile_builder import build_profile
 
 ReadAt = Callable[[int, int], bytes]
 
@@ -45,36 +45,6 @@ _U64 = struct.Struct("<Q")
 _SWAPPED_VERSIONS = frozenset({2 << 24, 3 << 24})
 _MIN_TENSOR_ENTRY = 28          # name length, one dimension, type, offset
 _MIN_KV_ENTRY = 13              # key length, value type, one byte
-
-
-@dataclass(frozen=True)
-class RawTensor:
-    """One tensor-table entry as stored (offset relative to the data section)."""
-
-    name: str
-    shape: tuple[int, ...]
-    type_id: int
-    offset: int
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class ArrayInfo:
-    """An array value too long (or of strings) to keep: its element type and length."""
-
-    item_type: int
-    length: int
-
-
-@dataclass(frozen=True)
-class GGUFHeader:
-    """A parsed GGUF header: version, metadata, tensor table, where the data starts."""
-
-    version: int
-    metadata: dict[str, Any]
-    tensors: tuple[RawTensor, ...]
-    data_offset: int
-    file_size: int
 
 
 class _Cursor:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from planner.inventory import Backend, Gpu, Vendor
+from planner.gpu_device import Backend, Gpu, Vendor
 
 GB = 10**9
 GIB = 2**30

@@ -11,10 +11,11 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from planner.errors import GGUFError, UnsupportedModelError
 from planner.ggml_types import FILE_TYPES, GGML_TYPES
+from planner.gguf_header import GGUFHeader, printable
 from planner.known_archs import (
     FULL_ATTN_INTERVAL_ARCHS,
     HYBRID_ARCHS,
@@ -24,20 +25,11 @@ from planner.known_archs import (
 )
 from planner.profile import LayerKind, LayerProfile, ModelProfile, TensorInfo, TensorKind
 
-if TYPE_CHECKING:
-    from planner.gguf import GGUFHeader
-
 _BLOCK = re.compile(r"^blk\.(\d+)\.(.+)$")
 _RECURRENT_PARTS = ("ssm_", "time_mix", "channel_mix", "shortconv", "conv1d", "lerp",
                     "linear_attn", "kda_")
 _ATTN_PARTS = ("attn_", "wkv", "indexer")
 _MAX_LAYERS = 1 << 14
-
-
-def printable(name: str) -> str:
-    """A key or name fit for a one-line message (a hostile file may hold anything)."""
-    clean = "".join(c if c.isprintable() else "?" for c in name[:64])
-    return clean + ("..." if len(name) > 64 else "")
 
 
 def classify(part: str) -> TensorKind:

@@ -24,6 +24,7 @@ from engine.errors import EngineError
 from engine.hub.errors import LibraryError
 from engine.hub.quants import quant_of
 from engine.paths import paths
+from engine.projector_pairing import paired_projector
 
 if TYPE_CHECKING:
     from engine.hub.recommend import Fit
@@ -181,8 +182,6 @@ def _entry(path: Path, name: str, source: Source, read_headers: bool) -> Library
     shards = [path.with_name(_SHARD.sub(f"-{i:05d}-of-{m[2]}.gguf", path.name))
               for i in range(1, int(m[2]) + 1)] if m else [path]
     size = sum(p.stat().st_size for p in shards if p.exists())
-    from engine.models import paired_projector
-
     entry = LibraryEntry(path=path, name=name, source=source, size_bytes=size,
                          shards=len(shards), quant=quant_of(path.name),
                          projector=paired_projector(path))

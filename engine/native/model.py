@@ -151,17 +151,15 @@ def device_list(names: tuple[str, ...], rpc_workers: tuple[str, ...]) -> ctypes.
     Raises:
         ModelLoadError: a named device does not exist in this process.
     """
-    from engine.ggml_devices import _lib as ggml
-    from engine.ggml_devices import engine_devices
-    from engine.rpc import register_worker, remote_device
+    from engine.ggml_devices import device_handle, engine_devices
+    from engine.rpc import register_worker
 
     remote: dict[str, list[str]] = {}
     for endpoint in rpc_workers:
         remote[endpoint] = register_worker(endpoint)
-    lib = ggml()
     handles = []
     for name in _expand_remote(names, remote):
-        dev = remote_device(name) or lib.ggml_backend_dev_by_name(name.encode())
+        dev = device_handle(name)
         if not dev:
             have = ", ".join(d.name for d in engine_devices())
             raise ModelLoadError(f"the engine has no device {name!r} (it has: {have})")

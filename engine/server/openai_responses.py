@@ -1,6 +1,6 @@
 """OpenAI API response documents built from the engine's chunks and metrics.
 
-Responses carry ``usage`` and a ``timings`` object with the speed figures of DESIGN.md
+Responses carry ``usage`` and a ``timings`` object with the speed figures of docs/speed-figures.md
 (the OpenAI schemas allow extra properties on the response objects).
 """
 
@@ -37,7 +37,7 @@ def usage_json(m: Metrics) -> dict[str, Any]:
 
 
 def timings_json(m: Metrics, loop_guard: str | None = None) -> dict[str, Any]:
-    """The speed figures of DESIGN.md, named as there (``acceptance`` when speculating)."""
+    """The figures of docs/speed-figures.md, named as there (``acceptance`` when speculating)."""
     doc: dict[str, Any] = {
         "ttft_s": m.ttft_s, "prefill_tps": m.prefill_tps, "decode_tps": m.decode_tps,
         "e2e_tps": m.e2e_tps, "prompt_tokens": m.prompt_tokens,

@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.errors import EngineError, ModelLoadCancelled, OutOfMemoryError
 from engine.launch import LaunchSpec
+from engine.server.engine_like import RETRY_AFTER_S, EngineLike, template_renders_tools
 from engine.server.grammar_probe import GrammarProbe
 from engine.server.model_catalog import CatalogModel
 from engine.server.openai_schema import ApiError, ServedModel
@@ -35,7 +36,6 @@ from engine.server.router_plan import (
     need_of,
     shortfall_text,
 )
-from engine.server.state import RETRY_AFTER_S, EngineLike, template_renders_tools
 from planner.residency import Resident, idle_expired, make_room, remaining
 
 log = logging.getLogger(__name__)

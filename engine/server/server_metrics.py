@@ -1,6 +1,6 @@
 """The server's Prometheus metrics: what was asked, what was generated, how fast.
 
-Speeds are the figures of DESIGN.md, observed once per finished request from the
+Speeds are the figures of docs/speed-figures.md, observed once per finished request from the
 engine's own :class:`engine.metrics.Metrics`; slot and queue gauges are read from the
 engine's status at scrape time.
 """

@@ -14,10 +14,11 @@ import time
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from engine.requests import GenerationRequest, RequestHandle
-from engine.server import tools as toolcalls
+from engine.server.engine_like import RETRY_AFTER_S as RETRY_AFTER_S
+from engine.server.engine_like import EngineLike as EngineLike
+from engine.server.engine_like import template_renders_tools as template_renders_tools
 from engine.server.grammar_probe import GrammarProbe
 from engine.server.openai_schema import ApiError, ServedModel
 
@@ -27,37 +28,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RETRY_AFTER_S = "1"
 # a request sending this header with "0" is answered 503 while its model loads
 WAIT_HEADER = "x-loadout-wait"
-
-
-class EngineLike(Protocol):
-    """The part of :class:`engine.runtime.Engine` the server uses."""
-
-    def submit(self, request: GenerationRequest) -> RequestHandle: ...
-    def render_chat(self, messages: Sequence[Mapping[str, Any]],
-                    tools: Sequence[Mapping[str, Any]] | None = None,
-                    add_generation_prompt: bool = True) -> str: ...
-    def status(self) -> dict[str, Any]: ...
-    @property
-    def model_name(self) -> str: ...
-    @property
-    def n_ctx_per_seq(self) -> int: ...
-    @property
-    def speculation_modes(self) -> tuple[str, ...]: ...
-    speculation_refusal: str | None
-
-
-def template_renders_tools(engine: EngineLike) -> bool:
-    """Whether the model's chat template shows declared tools to the model."""
-    try:
-        text = engine.render_chat([{"role": "user", "content": "hi"}],
-                                  tools=toolcalls.probe_tools())
-    except Exception:  # a template that chokes on tools does not support them
-        log.debug("chat template failed with tools", exc_info=True)
-        return False
-    return toolcalls.PROBE_TOOL_NAME in text
 
 
 @dataclass

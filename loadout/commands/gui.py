@@ -23,8 +23,8 @@ def run(args: argparse.Namespace) -> int:
               "instead. Chat with it from another terminal: loadout chat demo, or any "
               "OpenAI client at the URL below. Ctrl-C stops it.",
               file=sys.stderr, flush=True)
-        from loadout.cli import build_parser
         from loadout.commands import serve
+        from loadout.parser import build_parser
 
         return serve.run(build_parser().parse_args(["serve", "demo"]))
     from app.qt_libraries import check
