@@ -16,6 +16,13 @@ A light asyncio client (raw HTTP/1.1, the same code for both) measures:
   streams (all threads: decode, sampling, HTTP): the same figure for both servers, and
   the one to compare when other work on the machine makes the speeds noisy.
 
+Flash attention is set alike on both sides: ``llama-server`` is given the setting
+``loadout serve``'s plan chose (``-fa on|off``); its own default, ``auto``, turns it on
+for a CPU, where the planner turns it off for an f16 cache (llama.cpp's CPU kernel reads
+a deep cache slower), which would compare two attention kernels rather than two servers.
+``--llama-fa auto,off`` runs llama-server once per setting listed (the first one is the
+reference).
+
 ``--code DIR`` adds another ``loadout serve``, run from a checkout of another commit
 (``DIR/.venv``'s Python if it has one), to the same interleaved rounds: an older and a
 newer engine measured side by side.
@@ -27,6 +34,7 @@ llama-server, single stream >= 0.95 x.
 
     python bench/server_throughput.py [--model demo] [--streams 8] [--tokens 128]
                                       [--threads N] [--rounds 3] [--code DIR]
+                                      [--llama-fa same|auto|on|off[,...]]
 """
 
 from __future__ import annotations
@@ -140,6 +148,14 @@ def _process_cpu(pid: int) -> float:
     return float(times.user + times.system)
 
 
+def _planned_flash_attn(model: str, ctx: int, streams: int, threads: int) -> str:
+    """``on`` or ``off``: what ``loadout serve`` with these options loads with."""
+    from engine.launch import plan_launch
+
+    spec = plan_launch(model, context=max(64, ctx), parallel=streams, n_threads=threads).spec
+    return {"on": "on", "off": "off"}.get(spec.flash_attn, "auto")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -199,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print only the JSON result")
+    parser.add_argument("--llama-fa", default="same",
+                        help="llama-server's flash attention: same (as loadout's plan), "
+                             "auto, on, off; a comma list runs one llama-server per setting")
     parser.add_argument("--code", type=Path, action="append", default=[],
                         help="also run loadout serve from this checkout (repeatable)")
     args = parser.parse_args(argv)
@@ -210,14 +229,20 @@ def main(argv: list[str] | None = None) -> int:
     llama_server = build(("llama-server",))["llama-server"]
     log_dir = Path(tempfile.mkdtemp(prefix="server-throughput-"))
     np_, ctx, t = str(args.streams), args.ctx, str(args.threads)
-    p1, p2 = _free_port(), _free_port()
+    p2 = _free_port()
     serve = ["serve", str(model), "--parallel", np_, "--ctx", str(ctx), "--threads", t,
              "--host", "127.0.0.1"]
-    servers = [
-        Server("llama-server", [str(llama_server), "-m", str(model), "-np", np_,
-                                "-c", str(ctx * args.streams), "-t", t, "-tb", t,
-                                "--host", "127.0.0.1", "--port", str(p1), "--no-webui"],
-               p1, {}, log_dir),
+    servers = []
+    planned = _planned_flash_attn(str(model), args.ctx, args.streams, args.threads)
+    llama_fa = [planned if fa == "same" else fa for fa in args.llama_fa.split(",")]
+    for i, fa in enumerate(llama_fa):
+        port = _free_port()
+        servers.append(Server("llama-server" if i == 0 else f"llama-server-fa-{fa}",
+                              [str(llama_server), "-m", str(model), "-np", np_,
+                               "-c", str(ctx * args.streams), "-t", t, "-tb", t, "-fa", fa,
+                               "--host", "127.0.0.1", "--port", str(port), "--no-webui"],
+                              port, {}, log_dir))
+    servers += [
         Server("loadout", [sys.executable, "-m", "loadout", *serve, "--port", str(p2)],
                p2, {}, log_dir),
     ]
@@ -263,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": [round(x, 2) for x in os.getloadavg()],  # other work on the machine
         "model": model.name, "streams": args.streams, "tokens": args.tokens,
         "threads": args.threads, "rounds": args.rounds, "llama_server": ref, "loadout": ours,
+        "flash_attn": {"loadout": planned, "llama_server": llama_fa},
         "single_ratio": ours["single_decode_tps"] / ref["single_decode_tps"],
         "aggregate_ratio": ours["aggregate_decode_tps"] / ref["aggregate_decode_tps"],
         "targets": {"single_ratio": TARGET_SINGLE, "aggregate_ratio": TARGET_AGGREGATE},
