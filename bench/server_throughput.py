@@ -11,7 +11,21 @@ A light asyncio client (raw HTTP/1.1, the same code for both) measures:
   (all tokens - one per stream) / (first token of any stream -> last token of all);
 - the CPU time of ``loadout serve``'s main thread (the asyncio loop: HTTP and SSE) per
   generated token: what the server adds on top of the engine, a figure that other work
-  on a shared machine does not distort the way it distorts speeds.
+  on a shared machine does not distort the way it distorts speeds;
+- each server's whole-process CPU time per generated token over the ``--streams``
+  streams (all threads: decode, sampling, HTTP): the same figure for both servers, and
+  the one to compare when other work on the machine makes the speeds noisy.
+
+Flash attention is set alike on both sides: ``llama-server`` is given the setting
+``loadout serve``'s plan chose (``-fa on|off``); its own default, ``auto``, turns it on
+for a CPU, where the planner turns it off for an f16 cache (llama.cpp's CPU kernel reads
+a deep cache slower), which would compare two attention kernels rather than two servers.
+``--llama-fa auto,off`` runs llama-server once per setting listed (the first one is the
+reference).
+
+``--code DIR`` adds another ``loadout serve``, run from a checkout of another commit
+(``DIR/.venv``'s Python if it has one), to the same interleaved rounds: an older and a
+newer engine measured side by side.
 
 The prompt is a counting sequence that greedy decoding continues for hundreds of tokens,
 so every stream really generates ``--tokens`` tokens. The best round of each side is kept
@@ -19,7 +33,8 @@ so every stream really generates ``--tokens`` tokens. The best round of each sid
 llama-server, single stream >= 0.95 x.
 
     python bench/server_throughput.py [--model demo] [--streams 8] [--tokens 128]
-                                      [--threads N] [--rounds 3]
+                                      [--threads N] [--rounds 3] [--code DIR]
+                                      [--llama-fa same|auto|on|off[,...]]
 """
 
 from __future__ import annotations
@@ -94,17 +109,24 @@ def _model_id(host: str, port: int) -> str:
         return str(json.loads(resp.read())["data"][0]["id"])
 
 
-async def _measure(host: str, port: int, streams: int, tokens: int,
-                   extra: dict[str, Any]) -> dict[str, float]:
+async def _single(host: str, port: int, tokens: int,
+                  extra: dict[str, Any]) -> dict[str, float]:
+    """One stream's decode speed."""
     extra = {"model": _model_id(host, port), **extra}
     one = await _stream(host, port, _body(tokens, extra))
-    single = (one.tokens - 1) / (one.last - one.first)
+    return {"single_decode_tps": (one.tokens - 1) / (one.last - one.first),
+            "single_tokens": one.tokens}
+
+
+async def _aggregate(host: str, port: int, streams: int, tokens: int,
+                     extra: dict[str, Any]) -> dict[str, float]:
+    """``streams`` concurrent streams' aggregate decode speed."""
+    extra = {"model": _model_id(host, port), **extra}
     results = await asyncio.gather(*(_stream(host, port, _body(tokens, extra))
                                      for _ in range(streams)))
     total = sum(r.tokens for r in results)
     window = max(r.last for r in results) - min(r.first for r in results)
-    return {"single_decode_tps": single, "aggregate_decode_tps": (total - streams) / window,
-            "single_tokens": one.tokens, "aggregate_tokens": total}
+    return {"aggregate_decode_tps": (total - streams) / window, "aggregate_tokens": total}
 
 
 def _main_thread_cpu(pid: int) -> float:
@@ -116,6 +138,22 @@ def _main_thread_cpu(pid: int) -> float:
         if thread.id == pid:
             return float(thread.user_time + thread.system_time)
     return 0.0
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds of a whole process, all threads (user + system)."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+def _planned_flash_attn(model: str, ctx: int, streams: int, threads: int) -> str:
+    """``on`` or ``off``: what ``loadout serve`` with these options loads with."""
+    from engine.launch import plan_launch
+
+    spec = plan_launch(model, context=max(64, ctx), parallel=streams, n_threads=threads).spec
+    return {"on": "on", "off": "off"}.get(spec.flash_attn, "auto")
 
 
 def _free_port() -> int:
@@ -146,15 +184,16 @@ class Server:
     """One server process, started and stopped around a round."""
 
     def __init__(self, name: str, argv: list[str], port: int, extra: dict[str, Any],
-                 log_dir: Path) -> None:
+                 log_dir: Path, cwd: Path = ROOT) -> None:
         self.name, self.argv, self.port, self.extra = name, argv, port, extra
         self.log = log_dir / f"{name}.log"
+        self.cwd = cwd
 
     def __enter__(self) -> Server:
         env = {**os.environ, "LOADOUT_HOME": str(self.log.parent / "home")}
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=log, env=env,
-                                         cwd=ROOT)
+                                         cwd=self.cwd)
         _wait_health(self.port, self.proc)
         return self
 
@@ -176,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print only the JSON result")
+    parser.add_argument("--llama-fa", default="same",
+                        help="llama-server's flash attention: same (as loadout's plan), "
+                             "auto, on, off; a comma list runs one llama-server per setting")
+    parser.add_argument("--code", type=Path, action="append", default=[],
+                        help="also run loadout serve from this checkout (repeatable)")
     args = parser.parse_args(argv)
 
     from bench.llama_tools import build
@@ -185,49 +229,71 @@ def main(argv: list[str] | None = None) -> int:
     llama_server = build(("llama-server",))["llama-server"]
     log_dir = Path(tempfile.mkdtemp(prefix="server-throughput-"))
     np_, ctx, t = str(args.streams), args.ctx, str(args.threads)
-    p1, p2 = _free_port(), _free_port()
-    servers = [
-        Server("llama-server", [str(llama_server), "-m", str(model), "-np", np_,
-                                "-c", str(ctx * args.streams), "-t", t, "-tb", t,
-                                "--host", "127.0.0.1", "--port", str(p1), "--no-webui"],
-               p1, {}, log_dir),
-        Server("loadout", [sys.executable, "-m", "loadout", "serve", str(model),
-                           "--parallel", np_, "--ctx", str(ctx), "--threads", t,
-                           "--host", "127.0.0.1", "--port", str(p2)],
+    p2 = _free_port()
+    serve = ["serve", str(model), "--parallel", np_, "--ctx", str(ctx), "--threads", t,
+             "--host", "127.0.0.1"]
+    servers = []
+    planned = _planned_flash_attn(str(model), args.ctx, args.streams, args.threads)
+    llama_fa = [planned if fa == "same" else fa for fa in args.llama_fa.split(",")]
+    for i, fa in enumerate(llama_fa):
+        port = _free_port()
+        servers.append(Server("llama-server" if i == 0 else f"llama-server-fa-{fa}",
+                              [str(llama_server), "-m", str(model), "-np", np_,
+                               "-c", str(ctx * args.streams), "-t", t, "-tb", t, "-fa", fa,
+                               "--host", "127.0.0.1", "--port", str(port), "--no-webui"],
+                              port, {}, log_dir))
+    servers += [
+        Server("loadout", [sys.executable, "-m", "loadout", *serve, "--port", str(p2)],
                p2, {}, log_dir),
     ]
+    for code in args.code:
+        code = code.resolve()
+        python = code / ".venv" / "bin" / "python"
+        port = _free_port()
+        servers.append(Server(f"loadout@{code.name}",
+                              [str(python if python.is_file() else sys.executable),
+                               "-m", "loadout", *serve, "--port", str(port)],
+                              port, {}, log_dir, cwd=code))
     best: dict[str, dict[str, float]] = {}
     for round_ in range(args.rounds):
         for server in servers:
             with server:
-                asyncio.run(_measure("127.0.0.1", server.port, 1, 16, server.extra))  # warm
+                asyncio.run(_single("127.0.0.1", server.port, 16, server.extra))  # warm
                 http_before = _main_thread_cpu(server.proc.pid)
-                got = asyncio.run(_measure("127.0.0.1", server.port, args.streams,
-                                           args.tokens, server.extra))
+                got = asyncio.run(_single("127.0.0.1", server.port, args.tokens,
+                                          server.extra))
+                cpu_before = _process_cpu(server.proc.pid)
+                got.update(asyncio.run(_aggregate("127.0.0.1", server.port, args.streams,
+                                                  args.tokens, server.extra)))
+                cpu = _process_cpu(server.proc.pid) - cpu_before
                 http_cpu = _main_thread_cpu(server.proc.pid) - http_before
-            if server.name == "loadout":  # llama-server decodes on its main thread
+            got["cpu_ms_per_token"] = 1000 * cpu / got["aggregate_tokens"]
+            if server.name.startswith("loadout"):  # llama-server decodes on its main thread
                 got["http_cpu_ms_per_token"] = 1000 * http_cpu / (
                     got["single_tokens"] + got["aggregate_tokens"])
             if not args.json:
                 print(f"round {round_ + 1} {server.name:>12}: single "
                       f"{got['single_decode_tps']:7.1f} t/s decode, {args.streams} streams "
                       f"{got['aggregate_decode_tps']:7.1f} t/s aggregate decode "
-                      f"({got['single_tokens']:.0f} / {got['aggregate_tokens']:.0f} tokens)",
-                      flush=True)
+                      f"({got['single_tokens']:.0f} / {got['aggregate_tokens']:.0f} tokens), "
+                      f"{got['cpu_ms_per_token']:.2f} ms CPU per token", flush=True)
             old = best.setdefault(server.name, dict(got))
             for key in ("single_decode_tps", "aggregate_decode_tps"):
                 old[key] = max(old[key], got[key])
-            if "http_cpu_ms_per_token" in got:
-                old["http_cpu_ms_per_token"] = min(old["http_cpu_ms_per_token"],
-                                                   got["http_cpu_ms_per_token"])
+            for key in ("cpu_ms_per_token", "http_cpu_ms_per_token"):
+                if key in got:
+                    old[key] = min(old[key], got[key])
     ref, ours = best["llama-server"], best["loadout"]
     result = {
         "load_average": [round(x, 2) for x in os.getloadavg()],  # other work on the machine
         "model": model.name, "streams": args.streams, "tokens": args.tokens,
         "threads": args.threads, "rounds": args.rounds, "llama_server": ref, "loadout": ours,
+        "flash_attn": {"loadout": planned, "llama_server": llama_fa},
         "single_ratio": ours["single_decode_tps"] / ref["single_decode_tps"],
         "aggregate_ratio": ours["aggregate_decode_tps"] / ref["aggregate_decode_tps"],
         "targets": {"single_ratio": TARGET_SINGLE, "aggregate_ratio": TARGET_AGGREGATE},
+        "others": {name: got for name, got in best.items()
+                   if name not in ("llama-server", "loadout")},
     }
     result["pass"] = result["single_ratio"] >= TARGET_SINGLE and \
         result["aggregate_ratio"] >= TARGET_AGGREGATE
@@ -241,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{ours['aggregate_decode_tps']:.1f} t/s vs llama-server "
               f"{ref['aggregate_decode_tps']:.1f} t/s = {result['aggregate_ratio']:.2f}x "
               f"(target {TARGET_AGGREGATE}x)")
+        for name, got in best.items():
+            print(f"{name:>12}: {got['cpu_ms_per_token']:.2f} ms process CPU per token over "
+                  f"the {args.streams} streams (least of the rounds), best aggregate "
+                  f"{got['aggregate_decode_tps']:.1f} t/s")
     print(json.dumps(result))
     return 0 if result["pass"] else 1
 
