@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from planner.memory import Placement
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from planner.quant import is_iquant
-from planner.speed import HOST, DeviceLoad, cpu_type_rate
+from planner.speed import HOST, DeviceLoad, cpu_prefill_rate, cpu_type_rate
 
 log = logging.getLogger(__name__)
 
@@ -355,6 +355,7 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     if iquant is None:
         iquant = is_iquant(profile)
     type_rate = cpu_type_rate(profile.quant_bytes or ((profile.file_type, 1),))
+    prefill_rate = cpu_prefill_rate(profile.quant_bytes or ((profile.file_type, 1),))
     loads = []
     for device, (w_read, e_read, kv_read, n_layers, n_recurrent, stored) in acc.items():
         if not stored and not n_layers and device != HOST:
@@ -366,6 +367,7 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
             kv_bytes=kv_read, layers=int(n_layers), recurrent_layers=int(n_recurrent),
             stored_bytes=stored, disk_bytes=disk, disk_stored_bytes=stored * (1 - resident),
             flops=(w_read + e_read) * per_flop, iquant=iquant, cpu_type_rate=type_rate,
+            cpu_prefill_rate=prefill_rate,
             # a prompt's output layer runs for its last token only (llama.cpp asks logits
             # of that one), so prefill does not pay the output projection per token
             prefill_flops=(w_read + e_read - out_read.get(device, 0.0)) * per_flop))

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from planner.ggml_types import GGML_TYPES_BY_NAME
 from planner.inventory import Backend, Gpu, Inventory
 from planner.request import SpecMode, TaskKind
 
@@ -109,16 +110,45 @@ CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.66, "Q4_
                                    "Q4_K": 1.0}
 
 
+# How fast one core prefills each weight type, per weight, relative to Q4_K's (what
+# ``cpu_core_gflops`` is: the published CPU prefill row, an EPYC 9B14 on Qwen3-30B-A3B
+# Q4_K_M, makes about 49 GFLOP/s per thread). Prefill multiplies a batch of tokens by
+# each weight, so a type costs its kernel's arithmetic, not its bytes:
+# bench/cpu_type_rate.py --prefill 256 (one thread, all-type llamas of one shape, 256
+# tokens in one batch, the calling thread's CPU seconds, 5 rotating rounds) measured per
+# weight F16 0.64, Q8_0 0.76, Q4_1 0.34, Q4_0 0.98 of Q4_K's (104 GFLOP/s here). Q4_0 and
+# Q4_K run llama.cpp's repacked batch kernels, Q8_0 and F16 its tiled ones, Q4_1 one dot
+# product per row and token. Types not measured: 1.0.
+CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.64, "Q8_0": 0.76, "Q4_1": 0.34, "Q4_0": 0.98,
+                                      "Q4_K": 1.0}
+
+
+def _type_key(name: str) -> str:
+    """A ggml type or file type's name as the rate tables key it (Q4_K_M -> Q4_K)."""
+    t = name.upper()
+    return t[:4] if t.startswith("Q") and t[2:4] == "_K" else t
+
+
 def cpu_type_rate(quant_bytes: Sequence[tuple[str, int]]) -> float:
     """How fast one core decodes a file's weight bytes relative to Q4_K's: the bytes'
     harmonic mean of :data:`CPU_BYTE_RATE` (a K-quant file type counts as its K type)."""
     total = spent = 0.0
     for name, nbytes in quant_bytes:
-        t = name.upper()
-        if t.startswith("Q") and t[2:4] == "_K":
-            t = t[:4]
         total += nbytes
-        spent += nbytes / CPU_BYTE_RATE.get(t, 1.0)
+        spent += nbytes / CPU_BYTE_RATE.get(_type_key(name), 1.0)
+    return total / spent if spent > 0 else 1.0
+
+
+def cpu_prefill_rate(quant_bytes: Sequence[tuple[str, int]]) -> float:
+    """How fast one core prefills a file's weights relative to Q4_K's: the weights'
+    harmonic mean of :data:`CPU_PREFILL_RATE` (each type's bytes counted in weights)."""
+    total = spent = 0.0
+    for name, nbytes in quant_bytes:
+        t = _type_key(name)
+        kind = GGML_TYPES_BY_NAME.get(t)
+        weights = nbytes * kind.block_size / kind.type_size if kind else float(nbytes)
+        total += weights
+        spent += weights / CPU_PREFILL_RATE.get(t, 1.0)
     return total / spent if spent > 0 else 1.0
 
 
@@ -153,6 +183,8 @@ class DeviceLoad:
     cpu_type_rate: float = 1.0  # a core decodes these types' bytes this much faster than
     #   Q4_K's (:func:`cpu_type_rate`)
     prefill_flops: float | None = None  # per prompt token (None: ``flops``)
+    cpu_prefill_rate: float = 1.0  # a core prefills these types this much faster than
+    #   Q4_K (:func:`cpu_prefill_rate`)
 
 
 @dataclass(frozen=True)
@@ -479,7 +511,7 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
         flops = load.flops if load.prefill_flops is None else load.prefill_flops
         if gpu is not None and gpu.worker_cpu:
             cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9 \
-                * worker_core_scale(inventory, gpu, c)
+                * worker_core_scale(inventory, gpu, c) * load.cpu_prefill_rate
             out.append((load.device, flops / cores))
         elif gpu is not None:
             out.append((load.device, flops / gpu_flops(gpu, c) + disk))
@@ -490,7 +522,8 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
             copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
             out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
         else:
-            cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
+            cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9 \
+                * load.cpu_prefill_rate
             out.append((load.device, flops / cpu + disk))
     return tuple(out)
 

@@ -10,8 +10,10 @@ from planner.plan import plan
 from planner.request import Request, SpecMode
 from planner.speed import (
     CPU_BYTE_RATE,
+    CPU_PREFILL_RATE,
     DeviceLoad,
     best_draft_length,
+    cpu_prefill_rate,
     cpu_type_rate,
     per_token_acceptance,
     predict,
@@ -123,6 +125,30 @@ def test_cpu_type_rate_is_the_bytes_harmonic_mean_of_each_type_s() -> None:
     mix = cpu_type_rate([("Q4_1", 300), ("Q8_0", 100)])  # the demo's kind of file
     assert mix == pytest.approx(400 / (300 / CPU_BYTE_RATE["Q4_1"] + 100 / CPU_BYTE_RATE["Q8_0"]))
     assert cpu_type_rate([]) == 1.0
+
+
+def test_cpu_prefill_rate_is_the_weights_harmonic_mean_of_each_type_s() -> None:
+    assert cpu_prefill_rate([("Q4_K_M", 100)]) == 1.0  # the reference type
+    assert cpu_prefill_rate([("Q4_1", 100)]) == CPU_PREFILL_RATE["Q4_1"]
+    assert cpu_prefill_rate([("IQ3_XXS", 100), ("F32", 1)]) == 1.0  # not measured
+    # the demo's kind of file, counted in weights: 20 bytes hold 32 Q4_1 weights, 34 bytes
+    # 32 Q8_0 ones
+    q41, q80 = 300 * 32 / 20, 100 * 32 / 34
+    mix = cpu_prefill_rate([("Q4_1", 300), ("Q8_0", 100)])
+    assert mix == pytest.approx((q41 + q80) / (q41 / CPU_PREFILL_RATE["Q4_1"]
+                                               + q80 / CPU_PREFILL_RATE["Q8_0"]))
+    assert cpu_prefill_rate([]) == 1.0
+
+
+def test_cpu_prefill_is_priced_per_weight_type() -> None:
+    # the same weights prefill at each type's own rate on a CPU (bench/cpu_type_rate.py
+    # --prefill): Q8_0 more than twice as fast as Q4_1, whatever their bytes
+    inv = rig(ram_bw=40, cores=4)
+    q8, q41, q4k = (plan(inv, S.build(S.LLAMA3_8B, t), QUIET).predicted.prefill_tps
+                    for t in ("Q8_0", "Q4_1", "Q4_K_M"))
+    assert q8 / q41 == pytest.approx(CPU_PREFILL_RATE["Q8_0"] / CPU_PREFILL_RATE["Q4_1"],
+                                     rel=0.05)
+    assert q4k > q8 > q41
 
 
 def test_few_cpu_cores_are_bound_by_the_weight_type_many_by_the_ram() -> None:
