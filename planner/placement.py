@@ -315,6 +315,8 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     used = (profile.expert_used_count / profile.expert_count) if profile.is_moe else 0.0
     bpw = bits_per_weight if bits_per_weight is not None else profile.bits_per_weight
     per_flop = 2 * 8 / (bpw or 4.5)
+    # a prompt multiplies the blocks' matrices: their weights, from their own bits
+    block_flop = 2 * 8 / (profile.block_bits_per_weight or bpw or 4.5)
     # per device: weight, expert, kv, layers, recurrent, stored
     acc: dict[str, list[float]] = {HOST: [0.0] * 6}
     hops: list[tuple[str, str]] = []
@@ -355,7 +357,7 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     if iquant is None:
         iquant = is_iquant(profile)
     type_rate = cpu_type_rate(profile.quant_bytes or ((profile.file_type, 1),))
-    prefill_rate = cpu_prefill_rate(profile.quant_bytes or ((profile.file_type, 1),))
+    prefill_rate = cpu_prefill_rate(profile.block_quant_bytes or ((profile.file_type, 1),))
     loads = []
     for device, (w_read, e_read, kv_read, n_layers, n_recurrent, stored) in acc.items():
         if not stored and not n_layers and device != HOST:
@@ -370,6 +372,6 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
             cpu_prefill_rate=prefill_rate,
             # a prompt's output layer runs for its last token only (llama.cpp asks logits
             # of that one), so prefill does not pay the output projection per token
-            prefill_flops=(w_read + e_read - out_read.get(device, 0.0)) * per_flop))
+            prefill_flops=(w_read + e_read - out_read.get(device, 0.0)) * block_flop))
     loads.sort(key=lambda ld: (ld.device != HOST, ld.device))
     return tuple(loads), tuple(hops)

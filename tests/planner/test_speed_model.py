@@ -151,6 +151,21 @@ def test_cpu_prefill_is_priced_per_weight_type() -> None:
     assert q4k > q8 > q41
 
 
+def test_cpu_prefill_rate_sees_only_the_block_matrices() -> None:
+    # a prompt's tokens are multiplied by the blocks' matrices; the embedding is a lookup
+    # and the output layer runs for the last token, so a Q8_0 embedding (the demo's) does
+    # not lend a Q4_1 model its prefill rate
+    base = S.build(S.QWEN25_3B, "Q4_1")
+    tensors = tuple(replace(t, ggml_type="Q8_0", nbytes=t.nbytes * 34 // 20)
+                    if t.name == "token_embd.weight" else t for t in base.tensors)
+    model = replace(base, tensors=tensors, quant_bytes=(("Q4_1", 1), ("Q8_0", 1)))
+    assert dict(model.block_quant_bytes).keys() == {"Q4_1"}
+    inv = rig(ram_bw=40, cores=4)
+    loads = plan(inv, model, QUIET).predicted
+    assert loads.prefill_tps == pytest.approx(plan(inv, base, QUIET).predicted.prefill_tps,
+                                              rel=0.02)
+
+
 def test_few_cpu_cores_are_bound_by_the_weight_type_many_by_the_ram() -> None:
     # one core decodes Q8_0's bytes faster than Q4_1's (bench/cpu_type_rate.py); the RAM
     # reads every type's bytes alike
