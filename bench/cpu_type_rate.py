@@ -1,8 +1,7 @@
 """How fast one CPU core multiplies each weight type, measured on the engine here.
 
-Synthetic llamas of one shape (16 blocks 768 wide, 32k vocabulary: near the similar model
-of ``bench/self_calibration.py``, with rows a multiple of Q4_K's 256), every matrix of one
-type: F16, Q8_0, Q4_1, Q4_0 and
+Synthetic llamas of one shape (16 blocks 768 wide, 32k vocabulary, rows a multiple of
+Q4_K's 256), every matrix of one type: F16, Q8_0, Q4_1, Q4_0 and
 Q4_K (random weights; Q4_K blocks are written directly, the ``gguf`` package does not
 quantize to it). All stay loaded in this process with one engine thread each, and every
 round decodes once with each, in turn (the machinery of ``bench/cpu_shape_cost.py``: the
