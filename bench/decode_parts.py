@@ -59,6 +59,9 @@ class NodeClock:
         base = ctypes.CDLL(str(Path(llama_cpp.__file__).parent / "lib" / "libggml-base.so"))
         self._name = base.ggml_get_name
         self._name.restype, self._name.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+        self._op = base.ggml_op_desc
+        self._op.restype, self._op.argtypes = ctypes.c_char_p, [ctypes.c_void_p]
+        self.by_op = False  # True: per ggml op (matmuls split into weights and attention)
         self.spent: dict[str, float] | None = None  # None: not counting
         self._last = 0.0
         self.callback = llama_cpp.ggml_backend_sched_eval_callback(self._on_node)
@@ -71,7 +74,13 @@ class NodeClock:
             return True
         now = time.thread_time()
         if self.spent is not None:
-            kind = re.sub(r"(-\d+|_l\d+| \(.*)", "", self._name(tensor).decode())
+            name = self._name(tensor).decode()
+            if self.by_op:  # weight or attention matmul, else ggml's op name
+                op = self._op(tensor).decode()
+                kind = ("attention matmul" if name.startswith("kq") else "weight matmul") \
+                    if op == "MUL_MAT" else op
+            else:
+                kind = re.sub(r"(-\d+|_l\d+| \(.*)", "", name)
             self.spent[kind] = self.spent.get(kind, 0.0) + now - self._last
         self._last = time.thread_time()
         return True
@@ -240,7 +249,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="time each graph node (slower; per kind of node)")
     parser.add_argument("--no-mmap", action="store_true",
                         help="read the weights into memory instead of mapping the files")
+    parser.add_argument("--prefill-ops", action="store_true",
+                        help="time a prompt's nodes per ggml op instead (the demo and the "
+                             "similar models of bench/self_calibration.py)")
     args = parser.parse_args(argv)
+    if args.prefill_ops:
+        return prefill_ops(args)
     from bench.real_weights import cut_demo
     from engine.demo import demo_model_path
 
@@ -292,6 +306,51 @@ def main(argv: list[str] | None = None) -> int:
               f"{max(r['top'] for r in rs):10.3g} {sum(r['bad'] for r in rs):>15d}")
     if args.per_op:
         per_op(runs)
+    return 0
+
+
+def prefill_ops(args: argparse.Namespace) -> int:
+    """A prompt of ``--prompt`` tokens in one batch, CPU microseconds per prompt token per
+    ggml op: the demo, and the similar model of ``bench/self_calibration.py`` (cut from
+    it) in Q4_1 and Q8_0."""
+    from bench.real_weights import cut_demo
+    from engine.demo import demo_model_path
+
+    clock = NodeClock()
+    clock.by_op = True
+    with tempfile.TemporaryDirectory(prefix="loadout-parts-") as tmp:
+        paths = {"demo": Path(demo_model_path()),
+                 "similar": cut_demo(Path(tmp) / "q4_1.gguf", 20, 384, 1024),
+                 "similar Q8_0": cut_demo(Path(tmp) / "q8_0.gguf", 20, 384, 1024, "Q8_0")}
+        models = {n: Native(p, args.prompt + 16, True, clock) for n, p in paths.items()}
+        try:
+            ids = models["demo"].tokenize(PROSE * 8)[:args.prompt]
+            runs: dict[str, list[dict[str, float]]] = {n: [] for n in models}
+            for r in range(args.rounds):
+                names = list(models)
+                for name in names[r % 3:] + names[:r % 3]:
+                    models[name].clear()
+                    clock.spent = {}
+                    clock.start()
+                    models[name].decode(ids, 0)
+                    runs[name].append({k: v / len(ids) for k, v in clock.spent.items()})
+                    clock.spent = None
+        finally:
+            for m in models.values():
+                m.free()
+    med = {n: {k: statistics.median(r.get(k, 0.0) for r in rs) for k in rs[0]}
+           for n, rs in runs.items()}
+    print(f"prefill of {len(ids)} tokens in one batch, CPU microseconds per prompt token "
+          f"per ggml op (median over {args.rounds} rotating rounds, 1 thread; each node "
+          f"run alone, so a few microseconds each more than in one graph):")
+    print("  " + f"{'op':<17}" + "".join(f"{n:>22}" for n in med))
+    for op in sorted(med["demo"], key=lambda k: -med["demo"][k]):
+        if med["demo"][op] >= 5e-6:
+            print(f"  {op:<17}" + "".join(
+                f"{m.get(op, 0.0) * 1e6:12.1f} ({m.get(op, 0.0) / sum(m.values()):6.1%})"
+                for m in med.values()))
+    print(f"  {'total':<17}" + "".join(f"{sum(m.values()) * 1e6:12.1f}{'':>10}"
+                                       for m in med.values()))
     return 0
 
 
