@@ -121,6 +121,25 @@ CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.66, "Q4_
 # product per row and token. Types not measured: 1.0.
 CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.64, "Q8_0": 0.76, "Q4_1": 0.34, "Q4_0": 0.98,
                                       "Q4_K": 1.0}
+# A prompt's attention on a CPU without flash attention, per FLOP, relative to Q4_K's
+# weights: llama.cpp multiplies each prompt token by every cache cell in use, the count
+# padded to KV_PAD (its time per token is the same for prompts of 32 to 256 tokens), and
+# the attention matmuls and softmax of the demo's 64-token prompt took 471 us per token
+# (bench/decode_parts.py --prefill-ops: 17.7 MFLOP at 256 cells, 37.5 GFLOP/s, against
+# 104 GFLOP/s of Q4_K weights from bench/cpu_type_rate.py --prefill on the same core).
+CPU_PREFILL_ATTENTION_RATE = 0.36
+KV_PAD = 256
+
+
+def prefill_kv_cells(prompt_tokens: int, n_ubatch: int) -> float:
+    """The cache cells a prompt token is multiplied against on average without flash
+    attention: those in use when its batch runs, padded to :data:`KV_PAD` (llama.cpp
+    masks the later ones but computes them): a prompt in one batch pays its padded
+    length, a longer one in batches of ``n_ubatch`` about (prompt + n_ubatch) / 2."""
+    p, u = max(1, prompt_tokens), max(1, n_ubatch)
+    if p <= u:
+        return float(-(-p // KV_PAD) * KV_PAD)
+    return (p + u) / 2 + KV_PAD / 2
 
 
 def _type_key(name: str) -> str:
@@ -185,6 +204,7 @@ class DeviceLoad:
     prefill_flops: float | None = None  # per prompt token (None: ``flops``)
     cpu_prefill_rate: float = 1.0  # a core prefills these types this much faster than
     #   Q4_K (:func:`cpu_prefill_rate`)
+    attn_flops: float = 0.0   # a token's attention FLOPs per cached cell (Q.K and P.V)
 
 
 @dataclass(frozen=True)
@@ -499,9 +519,14 @@ def best_draft_length(mode: SpecMode, acceptance: float, token_s: float, draft_s
 
 
 def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], threads: int,
-                           n_ubatch: int, c: SpeedConstants = CONSTANTS
+                           n_ubatch: int, c: SpeedConstants = CONSTANTS,
+                           prompt_tokens: int = 0, flash: bool = True
                            ) -> tuple[tuple[str, float], ...]:
-    """Seconds per prompt token per device (compute-bound; host weights cross PCIe)."""
+    """Seconds per prompt token per device (compute-bound; host weights cross PCIe).
+
+    On the CPU without flash attention a prompt token also pays its attention over the
+    cache cells in use (:func:`prefill_kv_cells`; with flash attention, not measured on a
+    CPU, it is not priced)."""
     gpus = [g for g in inventory.gpus if any(ld.device == f"gpu{g.index}" for ld in loads)
             and not g.remote]
     out: list[tuple[str, float]] = []
@@ -522,9 +547,11 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
             copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
             out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
         else:
-            cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9 \
-                * load.cpu_prefill_rate
-            out.append((load.device, flops / cpu + disk))
+            cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
+            attention = 0.0 if flash or not prompt_tokens else \
+                load.attn_flops * prefill_kv_cells(prompt_tokens, n_ubatch) \
+                / (cpu * CPU_PREFILL_ATTENTION_RATE)
+            out.append((load.device, flops / (cpu * load.cpu_prefill_rate) + attention + disk))
     return tuple(out)
 
 
@@ -545,7 +572,8 @@ def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tu
     transfer = transfer_time(inventory, hops, n_embd, 1, c)
     token_s = sum(t.total_s for t in times) + transfer
     decode = spec.tokens_per_step / (token_s * spec.step_cost) if token_s > 0 else 0.0
-    prefill_parts = prefill_time_per_token(inventory, loads, threads, n_ubatch, c)
+    prefill_parts = prefill_time_per_token(inventory, loads, threads, n_ubatch, c,
+                                           prompt_tokens, flash)
     per_prompt_token = sum(s for _, s in prefill_parts)
     per_prompt_token += transfer_time(inventory, hops, n_embd, n_ubatch, c) / n_ubatch
     prefill = 1.0 / per_prompt_token if per_prompt_token > 0 else 0.0

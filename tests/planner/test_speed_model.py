@@ -11,12 +11,14 @@ from planner.request import Request, SpecMode
 from planner.speed import (
     CPU_BYTE_RATE,
     CPU_PREFILL_RATE,
+    KV_PAD,
     DeviceLoad,
     best_draft_length,
     cpu_prefill_rate,
     cpu_type_rate,
     per_token_acceptance,
     predict,
+    prefill_kv_cells,
     price_spec,
     tokens_per_step,
 )
@@ -164,6 +166,25 @@ def test_cpu_prefill_rate_sees_only_the_block_matrices() -> None:
     loads = plan(inv, model, QUIET).predicted
     assert loads.prefill_tps == pytest.approx(plan(inv, base, QUIET).predicted.prefill_tps,
                                               rel=0.02)
+
+
+def test_a_prompt_token_attends_to_the_padded_cells_in_use() -> None:
+    assert prefill_kv_cells(32, 512) == KV_PAD  # one batch: its padded length
+    assert prefill_kv_cells(KV_PAD + 1, 512) == 2 * KV_PAD
+    assert prefill_kv_cells(4096, 512) == pytest.approx((4096 + 512) / 2 + KV_PAD / 2)
+
+
+def test_cpu_prefill_without_flash_attention_pays_attention_per_head() -> None:
+    # more query heads of the same width attend to more (the weights are the same)
+    few = S.build(S.LLAMA3_8B, "Q4_K_M")
+    many = replace(few, layers=tuple(replace(la, n_head=la.n_head * 2) for la in few.layers))
+    inv = rig(ram_bw=40, cores=4)
+    off = replace(QUIET, flash_attn=False, prompt_tokens=2048)
+    assert plan(inv, many, off).predicted.prefill_tps < \
+        0.95 * plan(inv, few, off).predicted.prefill_tps
+    on = replace(off, flash_attn=True)  # not measured with flash attention: not priced
+    assert plan(inv, many, on).predicted.prefill_tps == \
+        pytest.approx(plan(inv, few, on).predicted.prefill_tps)
 
 
 def test_few_cpu_cores_are_bound_by_the_weight_type_many_by_the_ram() -> None:
