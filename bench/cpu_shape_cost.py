@@ -1,7 +1,7 @@
 """What a decoded token costs on the CPU engine, one model dimension at a time.
 
-Synthetic llamas (random Q4_1 weights) that differ from a base model (the similar model
-of ``bench/self_calibration.py``: 20 blocks 640 wide, 32k vocabulary) in one dimension
+Synthetic llamas (random Q4_1 weights) that differ from a base model (20 blocks 640 wide,
+32k vocabulary) in one dimension
 each: more blocks, a larger vocabulary (output layer), narrower blocks; a model of the
 demo's shape and types; the demo itself; and the base model decoding at a deeper cache.
 All stay loaded in this process (one engine thread each) and every round decodes once

@@ -1,8 +1,7 @@
 """How fast one CPU core multiplies each weight type, measured on the engine here.
 
-Synthetic llamas of one shape (16 blocks 768 wide, 32k vocabulary: near the similar model
-of ``bench/self_calibration.py``, with rows a multiple of Q4_K's 256), every matrix of one
-type: F16, Q8_0, Q4_1, Q4_0 and
+Synthetic llamas of one shape (16 blocks 768 wide, 32k vocabulary, rows a multiple of
+Q4_K's 256), every matrix of one type: F16, Q8_0, Q4_1, Q4_0 and
 Q4_K (random weights; Q4_K blocks are written directly, the ``gguf`` package does not
 quantize to it). All stay loaded in this process with one engine thread each, and every
 round decodes once with each, in turn (the machinery of ``bench/cpu_shape_cost.py``: the
@@ -14,7 +13,16 @@ ratio of a core's rates per weight. Printed per type: the time per token over Q4
 to Q4_K, and the ratio the planner predicts. A core that streamed every type's bytes at
 one rate would show the per-byte column at 1.00.
 
-Run: ``.venv/bin/python bench/cpu_type_rate.py`` (about three minutes; CPU).
+``--prefill N`` measures prefill instead: each model computes a prompt of N tokens in
+one batch (llama.cpp's API directly, one thread, as ``bench/decode_parts.py``: the
+calling thread's CPU seconds per prompt token, the models in turn round after round).
+Prefill multiplies a batch of tokens by each weight (compute, not streaming), so it is
+printed per weight: each type's rate over Q4_K's, and the GFLOP/s one core makes of the
+block matrices (two per weight per token; the output layer runs for the last token only),
+beside what the planner predicts.
+
+Run: ``.venv/bin/python bench/cpu_type_rate.py [--prefill 256]`` (about three minutes;
+CPU).
 """
 
 from __future__ import annotations
@@ -77,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--prompt", type=int, default=64, help="prompt tokens")
     parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="measure prefill of a prompt of this many tokens instead")
     args = parser.parse_args(argv)
+    if args.prefill:
+        return prefill(args)
     os.environ.setdefault("LOADOUT_RUN_RECORDS", "off")
     mark_cpu_time()
     from gguf import GGUFReader
@@ -102,6 +114,63 @@ def main(argv: list[str] | None = None) -> int:
             for engine, _ in engines.values():
                 engine.close()
     report(runs, nbytes, {t: f for t, (_, f) in engines.items()}, args)
+    return 0
+
+
+def prefill(args: argparse.Namespace) -> int:
+    """Prefill per type: CPU seconds per prompt token over Q4_K's, and GFLOP/s a core."""
+    import time
+
+    from gguf import GGUFReader
+
+    from bench.decode_parts import Native
+    from engine.launch import plan_launch
+
+    with tempfile.TemporaryDirectory(prefix="loadout-types-") as tmp:
+        os.environ["LOADOUT_HOME"] = str(Path(tmp) / "home")
+        os.environ.setdefault("LOADOUT_RUN_RECORDS", "off")
+        paths = write_models(Path(tmp))
+        # block weights (the output layer runs once per prompt; the embedding is a lookup)
+        weights = {t: sum(int(x.n_elements) for x in GGUFReader(p).tensors
+                          if x.name.startswith("blk.") and len(x.shape) > 1)
+                   for t, p in paths.items()}
+        predicted = {t: plan_launch(str(p), context=args.prefill + 64, n_threads=1,
+                                    prompt_tokens=args.prefill).predicted or {}
+                     for t, p in paths.items()}
+        models = {t: Native(p, args.prefill + 16) for t, p in paths.items()}
+        ids = [1000 + (7 * i) % 20000 for i in range(args.prefill)]  # any ids: same for all
+        runs: dict[str, list[float]] = {t: [] for t in TYPES}
+        try:
+            for m in models.values():  # the first touch of each buffer, not measured
+                m.clear()
+                m.decode(ids[:32], 0)
+            for r in range(args.rounds):
+                order = TYPES[r % len(TYPES):] + TYPES[:r % len(TYPES)]
+                for t in order:
+                    models[t].clear()
+                    c0 = time.thread_time()
+                    models[t].decode(ids, 0)
+                    runs[t].append((time.thread_time() - c0) / len(ids))
+                print(f"round {r + 1} (CPU prompt t/s): " + ", ".join(
+                    f"{t} {1 / v[-1]:.1f}" for t, v in runs.items()), flush=True)
+        finally:
+            for m in models.values():
+                m.free()
+    ref = runs[REFERENCE]
+    ref_pred = 1.0 / float(predicted[REFERENCE].get("prefill_tps") or 1.0)
+    print(f"prefill per prompt token over {REFERENCE}'s (calling thread CPU seconds, median "
+          f"over {args.rounds} rotating rounds; 1 thread, {args.prefill} tokens in one "
+          f"batch); the same weights per token in every model:")
+    print(f"  {'type':<5} {'CPU t/s':>7} {'time':>6} {'range':>11} {'weights/s':>9} "
+          f"{'GFLOP/s':>7} {'predicted':>9} {'vs CPU':>7}")
+    for t in TYPES:
+        rel = [v / b for v, b in zip(runs[t], ref, strict=True)]
+        time_rel = statistics.median(rel)
+        per_token = statistics.median(runs[t])
+        gflops = 2 * weights[t] / per_token / 1e9
+        pred = 1.0 / float(predicted[t].get("prefill_tps") or 1.0) / ref_pred
+        print(f"  {t:<5} {1 / per_token:7.1f} {time_rel:6.3f} {min(rel):4.2f}..{max(rel):5.2f} "
+              f"{1 / time_rel:9.2f} {gflops:7.1f} {pred:9.3f} {(pred / time_rel - 1) * 100:+6.1f}%")
     return 0
 
 

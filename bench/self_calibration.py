@@ -3,8 +3,9 @@
 With an empty record of runs (a temporary ``LOADOUT_HOME``), it measures a model (the demo)
 with ``loadout bench`` three times (each run is recorded by the engine). Then, with
 recording off (so every later run is predicted from those same three runs), it measures
-that model and a similar model (a synthetic llama of another size, the demo's Q4_1,
-written here and never run before) in interleaved pairs, the order alternating from pair
+that model and a similar model (a llama of another depth and width cut from the demo's
+own trained tensors, see :mod:`bench.real_weights`, written here and never run before)
+in interleaved pairs, the order alternating from pair
 to pair (A B, B A, ...), and compares each prediction with the median of its model's runs.
 
 This machine is shared: the same run moves by tens of percent from minute to minute. Two
@@ -26,7 +27,8 @@ Goal: decode and prefill within 5% after three runs, for the model and for the s
 one. Exit code: 0 when every scored figure is within 5%, 1 when one misses, 3 when none
 misses but some could only be checked against an interval wider than 5%.
 
-A model of another quantization (Q8_0) is measured last and shown, not scored.
+A model of another quantization (the similar model's blocks requantized to Q8_0) is
+measured last and shown, not scored.
 
 Run: ``.venv/bin/python bench/self_calibration.py`` (about six minutes; CPU).
 """
@@ -57,14 +59,16 @@ PROMPT = ("The history of the lighthouse begins with fires lit on hilltops to gu
           "about lighthouses, their keepers and the sea.")
 
 
-def similar_model(folder: Path, weight_type: str = "Q4_1") -> Path:
-    """A llama of another size than SmolLM2-135M (20 blocks 640 wide, 32k vocabulary),
-    random weights of ``weight_type``."""
-    from tests.helpers.gguf_factory import Shape, write_llama
+def similar_model(folder: Path, weight_type: str | None = None) -> Path:
+    """A llama of another size than SmolLM2-135M (20 blocks 384 wide, 6 query heads, 1024
+    feed-forward rows; the demo: 30 blocks 576 wide, 9 heads, 1536) cut from the demo's
+    own trained tensors (:mod:`bench.real_weights`: a random-weight file costs a core
+    less per weight than trained weights do, so it would not share what the demo's runs
+    teach); ``weight_type`` requantizes its block matrices."""
+    from bench.real_weights import cut_demo
 
-    shape = Shape(n_layers=20, n_embd=640, n_head=10, n_head_kv=5, head_dim=64, n_ff=1792,
-                  n_vocab=32000, weight_type=weight_type)
-    return write_llama(folder / f"similar-llama-{weight_type.lower()}.gguf", shape)
+    name = f"similar-llama-{(weight_type or 'q4_1').lower()}.gguf"
+    return cut_demo(folder / name, 20, 384, 1024, weight_type)
 
 
 def bench(model: str, args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
@@ -233,8 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="loadout-selfcal-") as tmp:
         env = {**os.environ, "LOADOUT_HOME": str(Path(tmp) / "home"), "PYTHONPATH": str(ROOT)}
-        # a short prompt: tokenizers differ (this one is about 4x longer in the similar
-        # model's byte-level tokens) and a long one spends the time on prefill
+        # a short prompt: a long one spends the time on prefill
         args.prompt_file = Path(tmp) / "prompt.txt"
         args.prompt_file.write_text(PROMPT, encoding="utf-8")
         similar = str(similar_model(Path(tmp)))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from planner.memory import Placement
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from planner.quant import is_iquant
-from planner.speed import HOST, DeviceLoad, cpu_type_rate
+from planner.speed import HOST, DeviceLoad, cpu_prefill_rate, cpu_type_rate
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,7 @@ class LayerTable:
     expert: tuple[int, ...]
     kv_elements: tuple[int, ...]     # K + V elements per context cell
     swa_window: tuple[int, ...]
+    attn_flops: tuple[int, ...]      # a token's attention FLOPs per cached cell (Q.K, P.V)
     state: tuple[int, ...]           # recurrent state bytes per sequence
     recurrent: tuple[bool, ...]
     nextn: tuple[bool, ...]
@@ -57,6 +58,7 @@ class LayerCosts:
     kv_read: tuple[float, ...]
     recurrent: tuple[bool, ...]
     nextn: tuple[bool, ...]
+    attn_flops: tuple[int, ...] = ()  # a token's attention FLOPs per cached cell
 
     def __len__(self) -> int:
         return len(self.core)
@@ -71,6 +73,8 @@ def layer_table(profile: ModelProfile) -> LayerTable:
         kv_elements=tuple(la.n_head_kv * (la.head_dim_k + la.head_dim_v)
                           for la in profile.layers),
         swa_window=tuple(la.swa_window if la.kind == LayerKind.SWA else 0
+                         for la in profile.layers),
+        attn_flops=tuple(2 * la.n_head * (la.head_dim_k + la.head_dim_v) if la.n_head_kv else 0
                          for la in profile.layers),
         state=tuple(la.recurrent_state_bytes for la in profile.layers),
         recurrent=tuple(la.kind == LayerKind.RECURRENT for la in profile.layers),
@@ -94,7 +98,8 @@ def layer_costs(t: LayerTable, kv_type: str, n_ctx: int, n_seq: int, depth: int,
     return LayerCosts(
         core=tuple(c if ok else 0 for c, ok in zip(t.core, loaded, strict=True)),
         expert=tuple(e if ok else 0 for e, ok in zip(t.expert, loaded, strict=True)),
-        kv=tuple(kv), kv_read=tuple(kv_read), recurrent=t.recurrent, nextn=t.nextn)
+        kv=tuple(kv), kv_read=tuple(kv_read), recurrent=t.recurrent, nextn=t.nextn,
+        attn_flops=tuple(f if ok else 0 for f, ok in zip(t.attn_flops, loaded, strict=True)))
 
 
 @dataclass(frozen=True)
@@ -315,8 +320,11 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     used = (profile.expert_used_count / profile.expert_count) if profile.is_moe else 0.0
     bpw = bits_per_weight if bits_per_weight is not None else profile.bits_per_weight
     per_flop = 2 * 8 / (bpw or 4.5)
+    # a prompt multiplies the blocks' matrices: their weights, from their own bits
+    block_flop = 2 * 8 / (profile.block_bits_per_weight or bpw or 4.5)
     # per device: weight, expert, kv, layers, recurrent, stored
     acc: dict[str, list[float]] = {HOST: [0.0] * 6}
+    attn: dict[str, float] = {}  # per device: a token's attention FLOPs per cached cell
     hops: list[tuple[str, str]] = []
     current = HOST  # the input layer (token embedding lookup) is always on the CPU
     layer_devices, expert_devices = placement.layer_devices, placement.expert_devices
@@ -328,6 +336,8 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
             hops.append((current, dev))
             current = dev
         a = acc.get(dev) or acc.setdefault(dev, [0.0] * 6)
+        if costs.attn_flops:
+            attn[dev] = attn.get(dev, 0.0) + costs.attn_flops[i]
         core = costs.core[i]
         a[0] += core
         a[2] += costs.kv_read[i]
@@ -355,6 +365,7 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     if iquant is None:
         iquant = is_iquant(profile)
     type_rate = cpu_type_rate(profile.quant_bytes or ((profile.file_type, 1),))
+    prefill_rate = cpu_prefill_rate(profile.block_quant_bytes or ((profile.file_type, 1),))
     loads = []
     for device, (w_read, e_read, kv_read, n_layers, n_recurrent, stored) in acc.items():
         if not stored and not n_layers and device != HOST:
@@ -366,8 +377,9 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
             kv_bytes=kv_read, layers=int(n_layers), recurrent_layers=int(n_recurrent),
             stored_bytes=stored, disk_bytes=disk, disk_stored_bytes=stored * (1 - resident),
             flops=(w_read + e_read) * per_flop, iquant=iquant, cpu_type_rate=type_rate,
+            cpu_prefill_rate=prefill_rate, attn_flops=attn.get(device, 0.0),
             # a prompt's output layer runs for its last token only (llama.cpp asks logits
             # of that one), so prefill does not pay the output projection per token
-            prefill_flops=(w_read + e_read - out_read.get(device, 0.0)) * per_flop))
+            prefill_flops=(w_read + e_read - out_read.get(device, 0.0)) * block_flop))
     loads.sort(key=lambda ld: (ld.device != HOST, ld.device))
     return tuple(loads), tuple(hops)

@@ -144,6 +144,30 @@ class ModelProfile:
         """Bytes of every tensor (what llama.cpp's model buffers hold in total)."""
         return sum(t.nbytes for t in self.tensors)
 
+    @cached_property
+    def _block_matrices(self) -> tuple[dict[str, int], int]:
+        out: dict[str, int] = {}
+        weights = 0
+        for t in self.tensors:
+            if t.layer is not None and len(t.shape) > 1:
+                out[t.ggml_type] = out.get(t.ggml_type, 0) + t.nbytes
+                weights += t.n_elements
+        return out, weights
+
+    @property
+    def block_quant_bytes(self) -> tuple[tuple[str, int], ...]:
+        """ggml type -> bytes of the matrices inside the blocks (what a prompt's tokens are
+        all multiplied by: the embedding is a lookup, the output layer runs for the last
+        token only); :attr:`quant_bytes` when the tensor table is not known."""
+        return tuple(self._block_matrices[0].items()) or self.quant_bytes
+
+    @property
+    def block_bits_per_weight(self) -> float:
+        """Bits per weight of the blocks' matrices (a file's embedding and output are often
+        of another type); :attr:`bits_per_weight` when the tensor table is not known."""
+        nbytes, weights = self._block_matrices
+        return 8.0 * sum(nbytes.values()) / weights if weights else self.bits_per_weight
+
     @property
     def bits_per_weight(self) -> float:
         return 8.0 * self.weights_bytes / self.n_params if self.n_params else 0.0

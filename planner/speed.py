@@ -19,6 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from planner.ggml_types import GGML_TYPES_BY_NAME
 from planner.inventory import Backend, Gpu, Inventory
 from planner.request import SpecMode, TaskKind
 
@@ -109,16 +110,64 @@ CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.66, "Q4_
                                    "Q4_K": 1.0}
 
 
+# How fast one core prefills each weight type, per weight, relative to Q4_K's (what
+# ``cpu_core_gflops`` is: the published CPU prefill row, an EPYC 9B14 on Qwen3-30B-A3B
+# Q4_K_M, makes about 49 GFLOP/s per thread). Prefill multiplies a batch of tokens by
+# each weight, so a type costs its kernel's arithmetic, not its bytes:
+# bench/cpu_type_rate.py --prefill 256 (one thread, all-type llamas of one shape, 256
+# tokens in one batch, the calling thread's CPU seconds, 5 rotating rounds) measured per
+# weight F16 0.64, Q8_0 0.76, Q4_1 0.34, Q4_0 0.98 of Q4_K's (104 GFLOP/s here). Q4_0 and
+# Q4_K run llama.cpp's repacked batch kernels, Q8_0 and F16 its tiled ones, Q4_1 one dot
+# product per row and token. Types not measured: 1.0.
+CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.64, "Q8_0": 0.76, "Q4_1": 0.34, "Q4_0": 0.98,
+                                      "Q4_K": 1.0}
+# A prompt's attention on a CPU without flash attention, per FLOP, relative to Q4_K's
+# weights: llama.cpp multiplies each prompt token by every cache cell in use, the count
+# padded to KV_PAD (its time per token is the same for prompts of 32 to 256 tokens), and
+# the attention matmuls and softmax of the demo's 64-token prompt took 471 us per token
+# (bench/decode_parts.py --prefill-ops: 17.7 MFLOP at 256 cells, 37.5 GFLOP/s, against
+# 104 GFLOP/s of Q4_K weights from bench/cpu_type_rate.py --prefill on the same core).
+CPU_PREFILL_ATTENTION_RATE = 0.36
+KV_PAD = 256
+
+
+def prefill_kv_cells(prompt_tokens: int, n_ubatch: int) -> float:
+    """The cache cells a prompt token is multiplied against on average without flash
+    attention: those in use when its batch runs, padded to :data:`KV_PAD` (llama.cpp
+    masks the later ones but computes them): a prompt in one batch pays its padded
+    length, a longer one in batches of ``n_ubatch`` about (prompt + n_ubatch) / 2."""
+    p, u = max(1, prompt_tokens), max(1, n_ubatch)
+    if p <= u:
+        return float(-(-p // KV_PAD) * KV_PAD)
+    return (p + u) / 2 + KV_PAD / 2
+
+
+def _type_key(name: str) -> str:
+    """A ggml type or file type's name as the rate tables key it (Q4_K_M -> Q4_K)."""
+    t = name.upper()
+    return t[:4] if t.startswith("Q") and t[2:4] == "_K" else t
+
+
 def cpu_type_rate(quant_bytes: Sequence[tuple[str, int]]) -> float:
     """How fast one core decodes a file's weight bytes relative to Q4_K's: the bytes'
     harmonic mean of :data:`CPU_BYTE_RATE` (a K-quant file type counts as its K type)."""
     total = spent = 0.0
     for name, nbytes in quant_bytes:
-        t = name.upper()
-        if t.startswith("Q") and t[2:4] == "_K":
-            t = t[:4]
         total += nbytes
-        spent += nbytes / CPU_BYTE_RATE.get(t, 1.0)
+        spent += nbytes / CPU_BYTE_RATE.get(_type_key(name), 1.0)
+    return total / spent if spent > 0 else 1.0
+
+
+def cpu_prefill_rate(quant_bytes: Sequence[tuple[str, int]]) -> float:
+    """How fast one core prefills a file's weights relative to Q4_K's: the weights'
+    harmonic mean of :data:`CPU_PREFILL_RATE` (each type's bytes counted in weights)."""
+    total = spent = 0.0
+    for name, nbytes in quant_bytes:
+        t = _type_key(name)
+        kind = GGML_TYPES_BY_NAME.get(t)
+        weights = nbytes * kind.block_size / kind.type_size if kind else float(nbytes)
+        total += weights
+        spent += weights / CPU_PREFILL_RATE.get(t, 1.0)
     return total / spent if spent > 0 else 1.0
 
 
@@ -153,6 +202,9 @@ class DeviceLoad:
     cpu_type_rate: float = 1.0  # a core decodes these types' bytes this much faster than
     #   Q4_K's (:func:`cpu_type_rate`)
     prefill_flops: float | None = None  # per prompt token (None: ``flops``)
+    cpu_prefill_rate: float = 1.0  # a core prefills these types this much faster than
+    #   Q4_K (:func:`cpu_prefill_rate`)
+    attn_flops: float = 0.0   # a token's attention FLOPs per cached cell (Q.K and P.V)
 
 
 @dataclass(frozen=True)
@@ -478,9 +530,14 @@ def spec_decode_tps(token_s: float, spec: SpecOutcome) -> float:
 
 
 def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], threads: int,
-                           n_ubatch: int, c: SpeedConstants = CONSTANTS
+                           n_ubatch: int, c: SpeedConstants = CONSTANTS,
+                           prompt_tokens: int = 0, flash: bool = True
                            ) -> tuple[tuple[str, float], ...]:
-    """Seconds per prompt token per device (compute-bound; host weights cross PCIe)."""
+    """Seconds per prompt token per device (compute-bound; host weights cross PCIe).
+
+    On the CPU without flash attention a prompt token also pays its attention over the
+    cache cells in use (:func:`prefill_kv_cells`; with flash attention, not measured on a
+    CPU, it is not priced)."""
     gpus = [g for g in inventory.gpus if any(ld.device == f"gpu{g.index}" for ld in loads)
             and not g.remote]
     out: list[tuple[str, float]] = []
@@ -490,7 +547,7 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
         flops = load.flops if load.prefill_flops is None else load.prefill_flops
         if gpu is not None and gpu.worker_cpu:
             cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9 \
-                * worker_core_scale(inventory, gpu, c)
+                * worker_core_scale(inventory, gpu, c) * load.cpu_prefill_rate
             out.append((load.device, flops / cores))
         elif gpu is not None:
             out.append((load.device, flops / gpu_flops(gpu, c) + disk))
@@ -502,7 +559,10 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
             out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
         else:
             cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
-            out.append((load.device, flops / cpu + disk))
+            attention = 0.0 if flash or not prompt_tokens else \
+                load.attn_flops * prefill_kv_cells(prompt_tokens, n_ubatch) \
+                / (cpu * CPU_PREFILL_ATTENTION_RATE)
+            out.append((load.device, flops / (cpu * load.cpu_prefill_rate) + attention + disk))
     return tuple(out)
 
 
@@ -523,7 +583,8 @@ def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tu
     transfer = transfer_time(inventory, hops, n_embd, 1, c)
     token_s = sum(t.total_s for t in times) + transfer
     decode = spec_decode_tps(token_s, spec)
-    prefill_parts = prefill_time_per_token(inventory, loads, threads, n_ubatch, c)
+    prefill_parts = prefill_time_per_token(inventory, loads, threads, n_ubatch, c,
+                                           prompt_tokens, flash)
     per_prompt_token = sum(s for _, s in prefill_parts)
     per_prompt_token += transfer_time(inventory, hops, n_embd, n_ubatch, c) / n_ubatch
     prefill = 1.0 / per_prompt_token if per_prompt_token > 0 else 0.0

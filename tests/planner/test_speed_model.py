@@ -10,11 +10,15 @@ from planner.plan import plan
 from planner.request import Request, SpecMode
 from planner.speed import (
     CPU_BYTE_RATE,
+    CPU_PREFILL_RATE,
+    KV_PAD,
     DeviceLoad,
     best_draft_length,
+    cpu_prefill_rate,
     cpu_type_rate,
     per_token_acceptance,
     predict,
+    prefill_kv_cells,
     price_spec,
     tokens_per_step,
 )
@@ -123,6 +127,64 @@ def test_cpu_type_rate_is_the_bytes_harmonic_mean_of_each_type_s() -> None:
     mix = cpu_type_rate([("Q4_1", 300), ("Q8_0", 100)])  # the demo's kind of file
     assert mix == pytest.approx(400 / (300 / CPU_BYTE_RATE["Q4_1"] + 100 / CPU_BYTE_RATE["Q8_0"]))
     assert cpu_type_rate([]) == 1.0
+
+
+def test_cpu_prefill_rate_is_the_weights_harmonic_mean_of_each_type_s() -> None:
+    assert cpu_prefill_rate([("Q4_K_M", 100)]) == 1.0  # the reference type
+    assert cpu_prefill_rate([("Q4_1", 100)]) == CPU_PREFILL_RATE["Q4_1"]
+    assert cpu_prefill_rate([("IQ3_XXS", 100), ("F32", 1)]) == 1.0  # not measured
+    # the demo's kind of file, counted in weights: 20 bytes hold 32 Q4_1 weights, 34 bytes
+    # 32 Q8_0 ones
+    q41, q80 = 300 * 32 / 20, 100 * 32 / 34
+    mix = cpu_prefill_rate([("Q4_1", 300), ("Q8_0", 100)])
+    assert mix == pytest.approx((q41 + q80) / (q41 / CPU_PREFILL_RATE["Q4_1"]
+                                               + q80 / CPU_PREFILL_RATE["Q8_0"]))
+    assert cpu_prefill_rate([]) == 1.0
+
+
+def test_cpu_prefill_is_priced_per_weight_type() -> None:
+    # the same weights prefill at each type's own rate on a CPU (bench/cpu_type_rate.py
+    # --prefill): Q8_0 more than twice as fast as Q4_1, whatever their bytes
+    inv = rig(ram_bw=40, cores=4)
+    q8, q41, q4k = (plan(inv, S.build(S.LLAMA3_8B, t), QUIET).predicted.prefill_tps
+                    for t in ("Q8_0", "Q4_1", "Q4_K_M"))
+    assert q8 / q41 == pytest.approx(CPU_PREFILL_RATE["Q8_0"] / CPU_PREFILL_RATE["Q4_1"],
+                                     rel=0.05)
+    assert q4k > q8 > q41
+
+
+def test_cpu_prefill_rate_sees_only_the_block_matrices() -> None:
+    # a prompt's tokens are multiplied by the blocks' matrices; the embedding is a lookup
+    # and the output layer runs for the last token, so a Q8_0 embedding (the demo's) does
+    # not lend a Q4_1 model its prefill rate
+    base = S.build(S.QWEN25_3B, "Q4_1")
+    tensors = tuple(replace(t, ggml_type="Q8_0", nbytes=t.nbytes * 34 // 20)
+                    if t.name == "token_embd.weight" else t for t in base.tensors)
+    model = replace(base, tensors=tensors, quant_bytes=(("Q4_1", 1), ("Q8_0", 1)))
+    assert dict(model.block_quant_bytes).keys() == {"Q4_1"}
+    inv = rig(ram_bw=40, cores=4)
+    loads = plan(inv, model, QUIET).predicted
+    assert loads.prefill_tps == pytest.approx(plan(inv, base, QUIET).predicted.prefill_tps,
+                                              rel=0.02)
+
+
+def test_a_prompt_token_attends_to_the_padded_cells_in_use() -> None:
+    assert prefill_kv_cells(32, 512) == KV_PAD  # one batch: its padded length
+    assert prefill_kv_cells(KV_PAD + 1, 512) == 2 * KV_PAD
+    assert prefill_kv_cells(4096, 512) == pytest.approx((4096 + 512) / 2 + KV_PAD / 2)
+
+
+def test_cpu_prefill_without_flash_attention_pays_attention_per_head() -> None:
+    # more query heads of the same width attend to more (the weights are the same)
+    few = S.build(S.LLAMA3_8B, "Q4_K_M")
+    many = replace(few, layers=tuple(replace(la, n_head=la.n_head * 2) for la in few.layers))
+    inv = rig(ram_bw=40, cores=4)
+    off = replace(QUIET, flash_attn=False, prompt_tokens=2048)
+    assert plan(inv, many, off).predicted.prefill_tps < \
+        0.95 * plan(inv, few, off).predicted.prefill_tps
+    on = replace(off, flash_attn=True)  # not measured with flash attention: not priced
+    assert plan(inv, many, on).predicted.prefill_tps == \
+        pytest.approx(plan(inv, few, on).predicted.prefill_tps)
 
 
 def test_few_cpu_cores_are_bound_by_the_weight_type_many_by_the_ram() -> None:
