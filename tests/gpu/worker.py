@@ -266,7 +266,7 @@ def split(endpoint: str) -> dict[str, Any]:
             plan = gm.plan_case(case, path, inventory)
             result = _measure(plan, inventory, path)
             out[name] = {"roles": [r.to_json() for r in plan.roles],
-                         "engine": {k: plan.engine.get(k) for k in
+                         "engine": {k: plan.engine.to_json().get(k) for k in
                                     ("devices", "rpc_workers", "tensor_split", "n_gpu_layers",
                                      "main_gpu")},
                          "devices": [{"id": d.id, "layers": [list(r) for r in d.layers]}
