@@ -37,6 +37,8 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +98,34 @@ class _Capture(logging.Handler):
                 parts[key] = parts.get(key, 0.0) + float(m.group(3))
         self.lines.clear()
         return {k: round(v * MIB) for k, v in parts.items()}
+
+
+@contextmanager
+def _native_log() -> Iterator[_Capture]:
+    """llama.cpp's log lines, at debug level, gathered while the block runs."""
+    from engine.logs import NATIVE_LOGGER, route_native_log
+
+    route_native_log()
+    capture = _Capture()
+    native = logging.getLogger(NATIVE_LOGGER)
+    native.addHandler(capture)
+    old_level, native.level = native.level, logging.DEBUG
+    try:
+        yield capture
+    finally:
+        native.removeHandler(capture)
+        native.level = old_level
+
+
+def _part_rows(name: str, n_ctx: int, kv: str, n_seq: int, pred: dict[str, int],
+               got: dict[str, int]) -> list[Row]:
+    """One row per part and one for the total: predicted ``pred`` vs measured ``got``."""
+    rows = []
+    for part in (*PARTS, "total"):
+        p = sum(pred.values()) if part == "total" else pred[part]
+        m = sum(got.get(k, 0) for k in PARTS) if part == "total" else got.get(part, 0)
+        rows.append(Row(name, n_ctx, kv, n_seq, part, p, m))
+    return rows
 
 
 def synthetic_models(folder: Path) -> dict[str, Path]:
@@ -194,15 +224,8 @@ def grid(quick: bool) -> list[MemoryConfig]:
 
 def compare(models: dict[str, Path], configs: list[MemoryConfig]) -> list[Row]:
     """Predicted vs measured rows (one per part and a total) for every model x config."""
-    from engine.logs import NATIVE_LOGGER, route_native_log
-
-    route_native_log()
-    capture = _Capture()
-    native = logging.getLogger(NATIVE_LOGGER)
-    native.addHandler(capture)
-    old_level, native.level = native.level, logging.DEBUG
     rows: list[Row] = []
-    try:
+    with _native_log() as capture:
         for name, path in models.items():
             profile = load_profile(path)
             plain = [c for c in configs if not c.load_mtp]
@@ -214,14 +237,8 @@ def compare(models: dict[str, Path], configs: list[MemoryConfig]) -> list[Row]:
                 host = estimate(profile, c, Placement.all_on("host", profile.n_layers))[0]
                 pred = {"model": host.weights_bytes, "kv": host.kv_bytes,
                         "compute": host.compute_bytes, "output": host.output_bytes}
-                for part in (*PARTS, "total"):
-                    p = sum(pred.values()) if part == "total" else pred[part]
-                    m = sum(got.get(k, 0) for k in PARTS) if part == "total" else got.get(part, 0)
-                    kv = c.type_k + ("+mtp" if c.load_mtp else "")
-                    rows.append(Row(name, c.n_ctx, kv, c.n_seq, part, p, m))
-    finally:
-        native.removeHandler(capture)
-        native.level = old_level
+                kv = c.type_k + ("+mtp" if c.load_mtp else "")
+                rows += _part_rows(name, c.n_ctx, kv, c.n_seq, pred, got)
     return rows
 
 
@@ -230,7 +247,6 @@ def embedding_rows(models: dict[str, Path], folder: Path) -> list[Row]:
     with the sequence lengths ``serve --embeddings`` sizes it for, and synthetic BERTs
     (all of them F16 weights or Q4_1) at their trained context."""
     from engine.launch import LaunchSpec
-    from engine.logs import NATIVE_LOGGER, route_native_log
     from engine.native.embeddings import EmbeddingContext, EmbeddingShape
     from engine.native.model import NativeModel
     from planner.embedding_memory import EmbeddingContext as Planned
@@ -246,13 +262,8 @@ def embedding_rows(models: dict[str, Path], folder: Path) -> list[Row]:
               ("bert-768-8k", write_bert(folder / "bert-8k.gguf", BertShape(
                   n_layers=2, n_embd=768, n_head=12, n_ff=3072, n_ctx_train=8192)), 8192,
                "f16")]
-    route_native_log()
-    capture = _Capture()
-    native = logging.getLogger(NATIVE_LOGGER)
-    native.addHandler(capture)
-    old_level, native.level = native.level, logging.DEBUG
     rows: list[Row] = []
-    try:
+    with _native_log() as capture:
         for name, path, longest, kv in cases:
             spec = LaunchSpec(model_path=str(path), n_threads=1, n_threads_batch=1,
                               type_k=kv, type_v=kv, warm_up=False)
@@ -274,13 +285,7 @@ def embedding_rows(models: dict[str, Path], folder: Path) -> list[Row]:
                     "output": host.output_bytes}
             if is_encoder(profile):
                 got.setdefault("kv", 0)
-            for part in (*PARTS, "total"):
-                p = sum(pred.values()) if part == "total" else pred[part]
-                m = sum(got.get(k, 0) for k in PARTS) if part == "total" else got.get(part, 0)
-                rows.append(Row(name, n_batch, kv + "+embed", 64, part, p, m))
-    finally:
-        native.removeHandler(capture)
-        native.level = old_level
+            rows += _part_rows(name, n_batch, kv + "+embed", 64, pred, got)
     return rows
 
 
