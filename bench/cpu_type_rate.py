@@ -124,7 +124,7 @@ def prefill(args: argparse.Namespace) -> int:
     from gguf import GGUFReader
 
     from bench.decode_parts import Native
-    from engine.launch import plan_launch
+    from engine.planned_launch import plan_launch
 
     with tempfile.TemporaryDirectory(prefix="loadout-types-") as tmp:
         os.environ["LOADOUT_HOME"] = str(Path(tmp) / "home")

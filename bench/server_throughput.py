@@ -150,7 +150,7 @@ def _process_cpu(pid: int) -> float:
 
 def _planned_flash_attn(model: str, ctx: int, streams: int, threads: int) -> str:
     """``on`` or ``off``: what ``loadout serve`` with these options loads with."""
-    from engine.launch import plan_launch
+    from engine.planned_launch import plan_launch
 
     spec = plan_launch(model, context=max(64, ctx), parallel=streams, n_threads=threads).spec
     return {"on": "on", "off": "off"}.get(spec.flash_attn, "auto")
