@@ -21,10 +21,10 @@ from typing import Any
 
 import anthropic
 import openai
-import pydantic
 import pytest
-from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
+from anthropic.types import Message, MessageTokensCount
 
+from tests.engine.anthropic_stream import STREAM_EVENT, raw_events
 from tests.engine.responses_schemas import validate_openai
 from tests.engine.server_fixtures import (  # noqa: F401
     ServerProcess,
@@ -55,7 +55,6 @@ EVENT_SCHEMAS = {
     "response.incomplete": "ResponseIncompleteEvent",
     "response.failed": "ResponseFailedEvent",
 }
-STREAM_EVENT = pydantic.TypeAdapter(RawMessageStreamEvent)
 
 
 @pytest.fixture(name="claude", scope="module")
@@ -222,17 +221,10 @@ def test_a_message_with_a_stop_sequence_and_its_token_count(
 def test_a_streamed_tool_use_round_trip(server: ServerProcess,
                                         claude: anthropic.Anthropic) -> None:
     question: Any = {"role": "user", "content": "What is the weather in Paris?"}
-    raw: list[dict[str, Any]] = []
     with claude.messages.stream(model=server.model, max_tokens=40, messages=[question],
                                 tools=[WEATHER_TOOL], tool_choice={"type": "any"},
                                 extra_body=GREEDY) as stream:
-        for event in stream:
-            if event.type in ("message_start", "content_block_start", "content_block_delta",
-                              "content_block_stop", "message_delta", "message_stop"):
-                raw.append(event.model_dump(mode="json", exclude_unset=True))
-        final = stream.get_final_message()
-    for item in raw:
-        STREAM_EVENT.validate_python(item, strict=True)
+        raw, final = raw_events(stream)
     kinds = [e["type"] for e in raw]
     assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
     deltas = [e["delta"] for e in raw if e["type"] == "content_block_delta"]

@@ -12,10 +12,10 @@ from typing import Any
 
 import anthropic
 import openai
-import pydantic
 import pytest
-from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
+from anthropic.types import Message, MessageTokensCount
 
+from tests.engine.anthropic_stream import raw_events
 from tests.engine.responses_schemas import validate_openai
 from tests.engine.server_fixtures import ServerProcess
 from tests.engine.test_server_vision import data_url, images_site, vision_server  # noqa: F401
@@ -23,7 +23,6 @@ from tests.helpers.gguf_mmproj import png_bytes
 
 pytestmark = pytest.mark.slow
 
-STREAM_EVENT = pydantic.TypeAdapter(RawMessageStreamEvent)
 IMAGE_TOKENS = 16  # the synthetic projector's tokens per image
 
 
@@ -79,16 +78,9 @@ def test_a_message_about_an_image_its_count_and_its_stream(
     # the count is the engine's own prompt, the image's positions included
     assert count.input_tokens == doc["timings"]["prompt_tokens"] > IMAGE_TOKENS
 
-    raw: list[dict[str, Any]] = []
     with claude.messages.stream(model=vision_server.model, max_tokens=3, messages=messages,
                                 extra_body={"temperature": 0}) as stream:
-        for event in stream:
-            if event.type in ("message_start", "content_block_start", "content_block_delta",
-                              "content_block_stop", "message_delta", "message_stop"):
-                raw.append(event.model_dump(mode="json", exclude_unset=True))
-        final = stream.get_final_message()
-    for item in raw:
-        STREAM_EVENT.validate_python(item, strict=True)
+        raw, final = raw_events(stream)
     assert raw[-2]["timings"]["images"] == 1
     texts = [b.text for b in final.content if b.type == "text"]
     assert texts == [b["text"] for b in doc["content"]]  # greedy: the same answer
