@@ -24,8 +24,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -43,7 +42,7 @@ from engine.server.generation import GenContext, Generation, chat_events, comple
 from engine.server.grammar_budget import BudgetExceeded
 from engine.server.images import fetch_image_urls
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
-from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
+from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits, check_unicode
 from engine.server.router_metrics import RouterMetrics
 from engine.server.security import (
     ACCESS_PATH,
@@ -51,6 +50,7 @@ from engine.server.security import (
     AuthMiddleware,
     BodyLimitMiddleware,
     BodyTooLarge,
+    JsonCORSMiddleware,
     LocalGuardMiddleware,
     SecurityPolicy,
 )
@@ -95,6 +95,8 @@ async def _read_json(request: Request) -> Any:
     except BodyTimeout as exc:
         raise ApiError(408, "the request body did not arrive in time",
                        code="request_timeout") from exc
+    except ClientDisconnect as exc:  # nobody reads the answer; counted, not logged as a fault
+        raise ApiError(499, "client closed the request", code="client_closed") from exc
     if not raw:
         raise ApiError(400, "empty request body; send a JSON object", code="invalid_json")
     try:
@@ -103,6 +105,7 @@ async def _read_json(request: Request) -> Any:
         raise ApiError(400, "the JSON nests too deeply", code="json_too_deep") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"malformed JSON: {exc}", code="invalid_json") from exc
+    check_unicode(doc)
     await request.app.state.server.select(doc, request.headers)  # a router: its model
     return doc
 
@@ -300,7 +303,7 @@ def build_app(state: ServerState, policy: SecurityPolicy,
     middleware = []
     if policy.cors_origins:
         middleware.append(Middleware(
-            CORSMiddleware, allow_origins=list(policy.cors_origins),
+            JsonCORSMiddleware, allow_origins=list(policy.cors_origins),
             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type", "X-Api-Key", "Anthropic-Version"]))
     middleware.append(Middleware(messages_routes.AnthropicErrors))

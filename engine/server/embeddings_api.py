@@ -26,6 +26,7 @@ from engine.errors import EngineClosedError, QueueFullError
 from engine.server.errors import ApiError, bad
 from engine.server.generation import GenContext
 from engine.server.openai_schema import ServedModel, check_model
+from engine.server.request_model import shown
 from engine.server.state import RETRY_AFTER_S, EngineLike
 from engine.server.tokenize_api import check_encodable, tokenizer_of
 
@@ -157,7 +158,7 @@ def token_lists(engine: EngineLike, req: EmbeddingRequest, embedder: Embedder,
         for i, ids in enumerate(lists):
             bad_id = next((t for t in ids if not 0 <= t < n_vocab), None)
             if bad_id is not None:
-                raise bad(f"input[{i}] holds token id {bad_id}, outside this model's "
+                raise bad(f"input[{i}] holds token id {shown(bad_id)}, outside this model's "
                           f"vocabulary (0 to {n_vocab - 1})", "input", "invalid_token")
     longest = embedder.max_input_tokens
     total = 0

@@ -15,6 +15,11 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: 
                 500: "server_error", 503: "server_error"}
 
 
+# the longest error message: one that quotes a client's value (an id of megabytes, an
+# integer of thousands of digits) is cut there, so an error never echoes a whole body back
+MAX_MESSAGE_CHARS = 2000
+
+
 class ApiError(EngineError):
     """A request the server answers with an OpenAI-style error document.
 
@@ -28,6 +33,8 @@ class ApiError(EngineError):
     def __init__(self, status: int, message: str, *, param: str | None = None,
                  code: str | None = None, err_type: str | None = None,
                  headers: Mapping[str, str] | None = None) -> None:
+        if len(message) > MAX_MESSAGE_CHARS:  # a message that quotes what a client sent
+            message = message[:MAX_MESSAGE_CHARS] + "..."
         super().__init__(message)
         self.status = status
         self.message = message

@@ -46,7 +46,7 @@ def schema_to_gbnf(schema: Mapping[str, Any], prop_order: Sequence[str] = (),
     try:
         text = json.dumps(_bounded(schema))
         grammar = str(json_schema_to_gbnf(text, list(prop_order)))
-    except (AssertionError, ValueError, KeyError, TypeError, RecursionError) as exc:
+    except Exception as exc:  # the converter is not written for hostile input
         raise SchemaNotSupported(f"cannot build a grammar from this JSON schema: {exc}") from exc
     # Inside a JSON string a pattern's "." must not produce a bare quote, backslash or
     # control character, or the document would not parse.

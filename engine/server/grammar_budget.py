@@ -85,15 +85,23 @@ class BudgetExceeded(SchemaNotSupported):
 
 
 def check_gbnf(text: str, limits: GrammarLimits = DEFAULT_LIMITS, *, field: str = "grammar",
-               max_bytes: int | None = None) -> None:
-    """Check a GBNF text's size, rule count, nesting depth and repetition counts.
+               max_bytes: int | None = None, n_vocab: int | None = None) -> None:
+    """Check a GBNF text's size, rule count, nesting depth and repetition counts, and
+    that no literal, character class or token reference matches nothing.
 
     The scan follows llama.cpp's lexer closely enough to skip literals, character
     classes, token references and comments; anything it cannot parse is left for
-    llama.cpp to refuse (a parse error there is an ordinary 400, not a crash).
+    llama.cpp to refuse (a parse error there is an ordinary 400, not a crash). An element
+    that matches nothing (``[z-a]``, ``"\\UFFFFFFFF"``, ``<[N]>`` past the vocabulary)
+    is refused here: llama.cpp parses it, then aborts the process when sampling reaches
+    it with no token left.
+
+    Args:
+        n_vocab: the vocabulary size, the bound of ``<[N]>`` token references (None: not
+            checked).
 
     Raises:
-        BudgetExceeded: the grammar is over a limit.
+        BudgetExceeded: the grammar is over a limit, or matches nothing somewhere.
     """
     cap = limits.max_grammar_bytes if max_bytes is None else max_bytes
     limit_name = "max_grammar_bytes" if max_bytes is None else "max_converted_bytes"
@@ -113,7 +121,9 @@ def check_gbnf(text: str, limits: GrammarLimits = DEFAULT_LIMITS, *, field: str 
             i = n if end < 0 else end + 1
             continue
         if c in "\"[<":
-            i = _skip_quoted(text, i, {"\"": "\"", "[": "]", "<": ">"}[c])
+            end = _skip_quoted(text, i, {"\"": "\"", "[": "]", "<": ">"}[c])
+            _check_element(text[i:end], field, n_vocab)
+            i = end
             continue
         if c == "(":
             depth += 1
@@ -138,9 +148,71 @@ def check_gbnf(text: str, limits: GrammarLimits = DEFAULT_LIMITS, *, field: str 
                             f"a repetition of {int(part)} is over the limit of "
                             f"{limits.max_repetition} (max_repetition)", "max_repetition",
                             field)
+                lo, hi = m.groups()
+                if lo and hi and int(hi) < int(lo):
+                    raise BudgetExceeded(f"the repetition {m.group(0)} has its maximum below "
+                                         "its minimum", "empty_element", field)
                 i = m.end()
                 continue
         i += 1
+
+
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}  # llama.cpp's \\x, \\u and \\U escapes
+MAX_CODE_POINT = 0x10FFFF
+_TOKEN_ID = re.compile(r"<\[(\d+)\]>")
+
+
+def _code_points(body: str) -> list[tuple[int, bool]]:
+    """The characters of a literal's or a class's body as (code point, is a bare ``-``);
+    an escape llama.cpp would refuse reads as -1 (its parser reports it)."""
+    out: list[tuple[int, bool]] = []
+    k = 0
+    while k < len(body):
+        c = body[k]
+        if c != "\\" or k + 1 >= len(body):
+            out.append((ord(c), c == "-"))
+            k += 1
+            continue
+        size = _HEX_DIGITS.get(body[k + 1])
+        if size is None:
+            out.append((ord(body[k + 1]), False))
+            k += 2
+            continue
+        digits = body[k + 2:k + 2 + size]
+        ok = len(digits) == size and all(d in "0123456789abcdefABCDEF" for d in digits)
+        out.append((int(digits, 16) if ok else -1, False))
+        k += 2 + size
+    return out
+
+
+def _check_element(element: str, field: str, n_vocab: int | None) -> None:
+    """Refuse a literal, class or token reference that no token can ever match."""
+    token = _TOKEN_ID.fullmatch(element)
+    if token is not None:
+        if n_vocab is not None and int(token.group(1)) >= n_vocab:
+            raise BudgetExceeded(f"the token reference {element} is outside this model's "
+                                 f"vocabulary (0 to {n_vocab - 1})", "empty_element", field)
+        return
+    if element[:1] not in ("\"", "[") or len(element) < 2 or element[-1] not in "\"]":
+        return  # a token by its text, or unclosed: llama.cpp's parser decides
+    body = element[1:-1]
+    if element[0] == "[" and body.startswith("^"):
+        body = body[1:]
+    chars = _code_points(body)
+    for cp, _ in chars:
+        if cp > MAX_CODE_POINT:
+            raise BudgetExceeded(f"{element[:40]} names the code point U+{cp:X}, past the "
+                                 "last Unicode character (U+10FFFF): no token can produce "
+                                 "it", "empty_element", field)
+    k = 0
+    while element[0] == "[" and k < len(chars):  # a range is "x-y" (as llama.cpp reads it)
+        if k + 2 < len(chars) and chars[k + 1][1]:
+            if chars[k + 2][0] < chars[k][0]:
+                raise BudgetExceeded(f"a character range in {element[:40]} ends before it "
+                                     "starts (it is empty)", "empty_element", field)
+            k += 3
+        else:
+            k += 1
 
 
 def _skip_quoted(text: str, i: int, close: str) -> int:
@@ -195,29 +267,74 @@ def check_schema(schema: Any, limits: GrammarLimits = DEFAULT_LIMITS, *,
             stack.append((value, f"{path}.{key}", depth + 1, key in _NAMED_KEYS))
 
 
+def _finite(value: Any) -> bool:
+    # an int of any size is finite; math.isfinite overflows on one past 1e308
+    return not isinstance(value, bool) and (
+        isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)))
+
+
+def _magnitude(value: float) -> str:
+    if isinstance(value, int) and abs(value) >= 10 ** 15:
+        return f"an integer of {len(str(abs(value)))} digits"
+    return f"{value:g}"
+
+
+# where a schema holds schemas: one, a name -> schema map, or a list of them
+_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "propertyNames", "if",
+              "then", "else", "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+def _check_shape(node: Mapping[str, Any], path: str) -> None:
+    """Refuse a schema whose keywords that hold schemas hold something else (the converter
+    fails on them with an internal error)."""
+    def is_schema(v: Any) -> bool:
+        return isinstance(v, Mapping | bool)
+
+    for key in _NAMED_KEYS & node.keys():
+        value = node[key]
+        if not isinstance(value, Mapping):
+            raise SchemaNotSupported(f"'{path}.{key}' must map names to JSON schemas")
+        wrong = next((k for k, v in value.items() if not is_schema(v)), None)
+        if wrong is not None:
+            raise SchemaNotSupported(f"'{path}.{key}.{wrong}' must be a JSON schema (an "
+                                     "object)")
+    for key in _SUBSCHEMA_LISTS:
+        value = node.get(key)
+        if key in node and (not isinstance(value, list)
+                            or not all(is_schema(v) for v in value)):
+            raise SchemaNotSupported(f"'{path}.{key}' must be a list of JSON schemas")
+    for key in _SUBSCHEMA:
+        value = node.get(key)
+        if key in node and not is_schema(value) and not (
+                key == "items" and isinstance(value, list)
+                and all(is_schema(v) for v in value)):
+            raise SchemaNotSupported(f"'{path}.{key}' must be a JSON schema (an object)")
+
+
 def _check_schema_node(node: Mapping[str, Any], path: str, limits: GrammarLimits) -> None:
+    _check_shape(node, path)
     for key in _BOUND_KEYS:
         if key not in node:
             continue
         value = node[key]
         where = f"{path}.{key}"
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value < 0 or value != int(value):
+        if not _finite(value) or value < 0 or value != int(value):
             raise BudgetExceeded(f"'{key}' must be a non-negative integer", "type", where)
         if value > limits.max_schema_bound:
-            raise BudgetExceeded(f"'{key}' is {value:g}; the limit (max_schema_bound) is "
-                                 f"{limits.max_schema_bound}", "max_schema_bound", where)
+            raise BudgetExceeded(f"'{key}' is {_magnitude(value)}; the limit "
+                                 f"(max_schema_bound) is {limits.max_schema_bound}",
+                                 "max_schema_bound", where)
     for key in _NUMBER_KEYS:
         if key not in node:
             continue
         value = node[key]
         where = f"{path}.{key}"
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value):
+        if not _finite(value):
             raise BudgetExceeded(f"'{key}' must be a finite number", "type", where)
         if abs(value) > limits.max_schema_number:
-            raise BudgetExceeded(f"'{key}' is {value:g}; its magnitude may not exceed "
-                                 f"{limits.max_schema_number:g} (max_schema_number)",
+            raise BudgetExceeded(f"'{key}' is {_magnitude(value)}; its magnitude may not "
+                                 f"exceed {limits.max_schema_number:g} (max_schema_number)",
                                  "max_schema_number", where)
     ref = node.get("$ref")
     if ref is not None and (not isinstance(ref, str) or not ref.startswith("#")):

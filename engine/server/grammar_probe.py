@@ -74,7 +74,8 @@ class GrammarProbe:
         Raises:
             BudgetExceeded: it did not finish in ``timeout_s`` or it crashed the child
                 (limit ``grammar_probe_s``).
-            ValueError: llama.cpp cannot parse it (the message says so).
+            ValueError: llama.cpp cannot parse it, or no token can follow it somewhere
+                on the path tried (the message says which).
         """
         if self._passed.get(hash(grammar)) == grammar:
             return
@@ -98,7 +99,7 @@ class GrammarProbe:
                     "the grammar crashed the grammar checker", "grammar_probe_s", field)
         answer = json.loads(line)
         if not answer.get("ok"):
-            raise ValueError(f"the grammar does not parse (GBNF): {answer.get('error')}")
+            raise ValueError(str(answer.get("error")))
         if len(self._passed) >= 256:
             self._passed.clear()
         self._passed[hash(grammar)] = grammar
@@ -135,7 +136,7 @@ def _apply(lib: Any, vocab: Any, n_vocab: int, grammar: str) -> None:
 
     sampler = lib.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root")
     if not sampler:
-        raise ValueError("llama.cpp refused it")
+        raise ValueError("the grammar does not parse (GBNF): llama.cpp refused it")
     # llama_token_data is {int32 id; float logit; float p}
     data = np.zeros(n_vocab, dtype=[("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
     pointer = ctypes.cast(data.ctypes.data, ctypes.POINTER(lib.llama_token_data))
@@ -147,8 +148,9 @@ def _apply(lib: Any, vocab: Any, n_vocab: int, grammar: str) -> None:
                                                sorted=False)
             lib.llama_sampler_apply(sampler, ctypes.byref(array))
             allowed = np.flatnonzero(np.isfinite(data["logit"][:array.size]))
-            if not allowed.size:
-                return  # the grammar is complete: nothing more may follow
+            if not allowed.size:  # a complete grammar still allows end-of-generation
+                raise ValueError("the grammar reaches a point where no token of this "
+                                 "model's vocabulary can match")
             lib.llama_sampler_accept(sampler, int(data["id"][allowed[0]]))
     finally:
         lib.llama_sampler_free(sampler)

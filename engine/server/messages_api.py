@@ -86,9 +86,11 @@ class AnthropicErrors:
             return
         start: Message | None = None
         parts: list[bytes] = []
+        sent = False
 
         async def rewriting_send(message: Message) -> None:
-            nonlocal start
+            nonlocal start, sent
+            sent = True
             if message["type"] == "http.response.start" and message["status"] >= 400:
                 start = message
                 return
@@ -106,7 +108,21 @@ class AnthropicErrors:
             await send({**start, "headers": headers})
             await send({"type": "http.response.body", "body": data})
 
-        await self.app(scope, receive, rewriting_send)
+        try:
+            await self.app(scope, receive, rewriting_send)
+        except Exception:
+            # the app's handler of unexpected errors sits outside this middleware and would
+            # answer in OpenAI's shape: answer here, the details in the log under a reference
+            if sent:
+                raise
+            ref = secrets.token_hex(4)
+            log.exception("unexpected error %s on %s %s", ref, scope.get("method"), path)
+            data = json.dumps(error_doc(500, f"internal error (reference {ref} in the server "
+                                             "log)")).encode("utf-8")
+            await send({"type": "http.response.start", "status": 500, "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode())]})
+            await send({"type": "http.response.body", "body": data})
 
 
 def usage_json(m: Metrics) -> dict[str, Any]:

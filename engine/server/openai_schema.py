@@ -15,7 +15,6 @@ The response documents are built in :mod:`engine.server.openai_responses`.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +42,8 @@ MAX_TOP_LOGPROBS = 20  # chat's top_logprobs (OpenAI's limit)
 MAX_COMPLETION_LOGPROBS = 5  # the completions API's logprobs (OpenAI's limit)
 MAX_LOGIT_BIAS = 1024  # entries of one logit_bias map
 LOOP_GUARD_MODES = ("stop", "retry", "off")
+# a logit_bias ban (-100) while a grammar applies: the lowest bias the sampler keeps finite
+GRAMMAR_BAN_BIAS = -99.0
 @dataclass(frozen=True)
 class ServedModel:
     """What the server knows about the model it serves, for parsing requests.
@@ -106,10 +107,10 @@ def _number(body: Mapping[str, Any], name: str, lo: float, hi: float) -> float |
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not rm.is_finite(value):
         raise bad(f"'{name}' must be a number", name, "invalid_type")
     if not lo <= value <= hi:
-        raise bad(f"'{name}' must be between {lo:g} and {hi:g}, not {value}", name)
+        raise bad(f"'{name}' must be between {lo:g} and {hi:g}, not {rm.shown(value)}", name)
     return float(value)
 
 
@@ -124,7 +125,7 @@ def _integer(body: Mapping[str, Any], name: str, lo: int, hi: int | None = None)
             raise bad(f"'{name}' must be an integer", name, "invalid_type")
     if value < lo or (hi is not None and value > hi):
         upper = f" and at most {hi}" if hi is not None else ""
-        raise bad(f"'{name}' must be at least {lo}{upper}, not {value}", name)
+        raise bad(f"'{name}' must be at least {lo}{upper}, not {rm.shown(value)}", name)
     return int(value)
 
 
@@ -192,8 +193,14 @@ def _completion_logprobs(body: Mapping[str, Any], echo: bool) -> dict[str, Any]:
     return {"logprobs": n, "prompt_logprobs": echo}
 
 
-def _logit_bias(body: Mapping[str, Any], model: ServedModel) -> dict[str, Any]:
-    """``logit_bias``: a map of token id (a string of digits) to a bias in -100..100."""
+def _logit_bias(body: Mapping[str, Any], model: ServedModel, grammar: bool = False
+                ) -> dict[str, Any]:
+    """``logit_bias``: a map of token id (a string of digits) to a bias in -100..100.
+
+    A bias of -100 bans its token. With a grammar, a ban is :data:`GRAMMAR_BAN_BIAS`
+    instead: llama.cpp aborts the whole process when no token is left to sample, which
+    bans of every token the grammar allows would cause, so there the grammar wins.
+    """
     raw = body.get("logit_bias")
     if raw is None:
         return {}
@@ -214,11 +221,14 @@ def _logit_bias(body: Mapping[str, Any], model: ServedModel) -> dict[str, Any]:
             raise bad(f"'logit_bias' names token {token}, but the vocabulary has "
                       f"{model.n_vocab} tokens (0..{model.n_vocab - 1})", "logit_bias",
                       "invalid_value")
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or not -100 <= value <= 100:
+        if not rm.is_finite(value) or not -100 <= value <= 100:
             raise bad(f"'logit_bias' values must be numbers from -100 to 100 (token {text} "
-                      f"has {str(value)[:40]})", "logit_bias", "invalid_value")
-        out.append((token, float(value)))
+                      f"has {rm.shown(value)})", "logit_bias", "invalid_value")
+        out.append((token, max(float(value), GRAMMAR_BAN_BIAS) if grammar else float(value)))
+    banned = {t for t, bias in out if bias <= -100}
+    if model.n_vocab is not None and len(banned) >= model.n_vocab:
+        raise bad("'logit_bias' bans every token of the vocabulary; nothing would be left to "
+                  "generate", "logit_bias", "invalid_value")
     return {"logit_bias": tuple(out)} if out else {}
 
 
@@ -268,13 +278,13 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
             raise bad("'grammar' cannot be combined with response_format or forced tools",
                       "grammar")
         try:
-            check_gbnf(extra_grammar, limits.grammar, field="grammar")
+            check_gbnf(extra_grammar, limits.grammar, field="grammar", n_vocab=model.n_vocab)
         except BudgetExceeded as exc:
             raise over_budget(exc) from exc
         grammar = extra_grammar
     values["grammar"] = grammar
     values.update(_speculative(body, model))
-    values.update(_logit_bias(body, model))
+    values.update(_logit_bias(body, model, grammar is not None))
     values.update(extra)
     return SamplingParams(**{**base.__dict__, **values})
 
@@ -313,7 +323,8 @@ def _speculative(body: Mapping[str, Any], model: ServedModel) -> dict[str, Any]:
 
 def over_budget(exc: BudgetExceeded) -> ApiError:
     """The 400 for a grammar or schema over the budget (names the limit and the field)."""
-    return bad(f"{exc} (at {exc.field})", exc.field, "grammar_too_large")
+    code = "invalid_grammar" if exc.limit == "empty_element" else "grammar_too_large"
+    return bad(f"{exc} (at {exc.field})", exc.field, code)
 
 
 def _response_format_grammar(body: Mapping[str, Any], limits: rm.RequestLimits

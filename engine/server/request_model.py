@@ -127,6 +127,42 @@ def json_depth_ok(doc: Any, limit: int) -> bool:
     return True
 
 
+def lone_surrogate_at(doc: Any) -> str | None:
+    """Where a decoded JSON document holds a lone surrogate (a ``\\ud800`` escape that
+    pairs with nothing, which is not Unicode text and which no tokenizer encodes): the
+    path of the first such string or key, or None. Iterative: any depth is safe."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return path or "the body"
+        elif isinstance(node, Mapping):
+            for key, value in node.items():
+                where = f"{path}.{key}" if path else str(key)
+                stack.append((value, where))
+                stack.append((key, where))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
+    return None
+
+
+def check_unicode(doc: Any) -> None:
+    """Refuse a body holding a lone surrogate anywhere, naming where (every route, before
+    any of it reaches a tokenizer, a file name or a log).
+
+    Raises:
+        ApiError: 400 ``invalid_text``.
+    """
+    where = lone_surrogate_at(doc)
+    if where is not None:
+        raise bad(f"'{shown(where, 80)}' holds a lone surrogate (an unpaired \\ud800-\\udfff "
+                  "escape), which is not Unicode text; send valid Unicode", where,
+                  "invalid_text")
+
+
 def _type_ok(value: Any, types: tuple[str, ...]) -> bool:
     for name in types:
         if name in ("integer", "number") and isinstance(value, bool):
@@ -136,6 +172,35 @@ def _type_ok(value: Any, types: tuple[str, ...]) -> bool:
         if isinstance(value, _JSON_TYPES[name]):
             return True
     return False
+
+
+def is_finite(value: Any) -> bool:
+    """Whether ``value`` is a JSON number that is not NaN or infinite. An integer of any
+    size is finite (``math.isfinite`` would overflow converting one past 1e308 to float)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A client's number or text as an error message quotes it: at most ``limit``
+    characters (an integer of thousands of digits is cut, and never formatted as a float,
+    which overflows past 1e308)."""
+    if isinstance(value, float):
+        text = f"{value:g}"
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 15:
+        digits = len(str(abs(value)))
+        text = f"{'-' if value < 0 else ''}an integer of {digits} digits" if digits > limit \
+            else str(value)
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _bound(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def check_field(body: Mapping[str, Any], name: str, spec: Field, prefix: str = "") -> None:
@@ -152,16 +217,16 @@ def check_field(body: Mapping[str, Any], name: str, spec: Field, prefix: str = "
         raise bad(f"'{param}' must be {' or '.join(_article(t) for t in spec.types)}", param,
                   "invalid_type")
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if not math.isfinite(value):
+        if not is_finite(value):
             raise bad(f"'{param}' must be a finite number", param, "invalid_value")
         low_fails = spec.lo is not None and (value <= spec.lo if spec.lo_open
                                              else value < spec.lo)
         if low_fails or (spec.hi is not None and value > spec.hi):
             lo = "" if spec.lo is None else f"{'above' if spec.lo_open else 'at least'} " \
-                f"{spec.lo:g}"
-            hi = "" if spec.hi is None else f"at most {spec.hi:g}"
+                f"{_bound(spec.lo)}"
+            hi = "" if spec.hi is None else f"at most {_bound(spec.hi)}"
             raise bad(f"'{param}' must be {' and '.join(p for p in (lo, hi) if p)}, "
-                      f"not {value:g}", param, "invalid_value")
+                      f"not {shown(value)}", param, "invalid_value")
 
 
 def _article(name: str) -> str:
@@ -253,4 +318,6 @@ def _check_tools(tools: Any, choice: Any, limits: RequestLimits) -> None:
 
 
 __all__ = ["CHAT_FIELDS", "COMPLETION_FIELDS", "DEFAULT_REQUEST_LIMITS", "ApiError", "Field",
-           "RequestLimits", "check_body", "check_field", "json_depth_ok"]
+           "RequestLimits", "check_body", "check_field", "check_unicode", "is_finite",
+           "json_depth_ok",
+           "lone_surrogate_at", "shown"]

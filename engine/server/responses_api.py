@@ -39,7 +39,7 @@ from engine.server.api_common import (
 from engine.server.api_images import fetch_images
 from engine.server.errors import ApiError
 from engine.server.generation import GenContext, Generation
-from engine.server.request_model import RequestLimits
+from engine.server.request_model import RequestLimits, shown
 from engine.server.response_store import ResponseStore, default_folder
 from engine.server.responses_input import (
     ResponsesRequest,
@@ -234,7 +234,7 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
         if isinstance(pid, str):
             record = await asyncio.to_thread(kept.get, pid)
             if record is None:
-                raise ApiError(404, f"no stored response has the id '{pid}'",
+                raise ApiError(404, f"no stored response has the id '{shown(pid, 60)}'",
                                param="previous_response_id", code="not_found")
             previous = record.get("conversation") or []
         req = to_chat(body, previous, limits)
@@ -260,13 +260,15 @@ def routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
         rid = request.path_params["rid"]
         record = await asyncio.to_thread(kept.get, rid)
         if record is None or not isinstance(record.get("response"), Mapping):
-            raise ApiError(404, f"no stored response has the id '{rid}'", code="not_found")
+            raise ApiError(404, f"no stored response has the id '{shown(rid, 60)}'",
+                           code="not_found")
         return kit.json(record["response"])
 
     async def delete(request: Request) -> Response:
         rid = request.path_params["rid"]
         if not await asyncio.to_thread(kept.delete, rid):
-            raise ApiError(404, f"no stored response has the id '{rid}'", code="not_found")
+            raise ApiError(404, f"no stored response has the id '{shown(rid, 60)}'",
+                           code="not_found")
         return kit.json({"id": rid, "object": "response", "deleted": True})
 
     out = []

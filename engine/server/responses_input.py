@@ -199,10 +199,16 @@ def _text_format(text: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not isinstance(fmt, Mapping) or not isinstance(fmt.get("type"), str):
         raise bad("'text.format' must be an object with a 'type'", "text.format",
                   "invalid_type")
+    if fmt["type"] not in ("text", "json_object", "json_schema"):
+        raise bad(f"'text.format.type' must be text, json_object or json_schema, not "
+                  f"{fmt['type'][:40]!r}", "text.format.type")
     if fmt["type"] == "json_schema":
         if not isinstance(fmt.get("name", ""), str):  # the answer echoes it as a string
             raise bad("'text.format.name' must be a string", "text.format.name",
                       "invalid_type")
+        if not isinstance(fmt.get("schema", {}), Mapping):
+            raise bad("'text.format.schema' must be a JSON schema (an object)",
+                      "text.format.schema", "invalid_type")
         return {"type": "json_schema", "json_schema": {
             "name": fmt.get("name", "answer"), "schema": fmt.get("schema", {})}}
     return {"type": fmt["type"]}

@@ -29,6 +29,10 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+
 log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
@@ -292,6 +296,28 @@ class BodyLimitMiddleware:
         body = _error_body(f"request body larger than {self.limit} bytes",
                            "invalid_request_error", "request_too_large")
         await _send_json(send, 413, body)
+
+
+class JsonCORSMiddleware(CORSMiddleware):
+    """Starlette's CORS middleware, whose refused preflight answers in the API's error
+    shape (403 for an origin not allowed, 400 for a method or header) instead of text."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        refused = bytes(response.body).decode("utf-8", "replace").removeprefix(
+            "Disallowed CORS ")
+        origin = "origin" in refused.split(", ")
+        body = _error_body(
+            f"this cross-origin request is refused ({refused} not allowed; start the server "
+            "with --cors ORIGIN to allow an origin)",
+            "permission_error" if origin else "invalid_request_error",
+            "origin_not_allowed" if origin else "cors_refused")
+        headers = {k: v for k, v in response.headers.items()
+                   if k.lower() not in ("content-length", "content-type")}
+        return Response(body, status_code=403 if origin else 400, headers=headers,
+                        media_type="application/json")
 
 
 JSON_TYPES = (b"application/json",)

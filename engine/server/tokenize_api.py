@@ -23,6 +23,7 @@ from engine.native.model import llama
 from engine.server.errors import ApiError, bad
 from engine.server.generation import GenContext
 from engine.server.openai_schema import boolean
+from engine.server.request_model import shown
 
 ReadJson = Callable[[Request], Awaitable[Any]]
 
@@ -107,7 +108,7 @@ def parse_detokenize(body: Any, n_vocab: int, limits: TokenizeLimits) -> list[in
         if not isinstance(t, int) or isinstance(t, bool):
             raise bad(f"tokens[{i}] must be an integer token id", "tokens", "invalid_type")
         if not 0 <= t < n_vocab:
-            raise bad(f"tokens[{i}] is {t}, outside this model's vocabulary (0 to "
+            raise bad(f"tokens[{i}] is {shown(t)}, outside this model's vocabulary (0 to "
                       f"{n_vocab - 1})", "tokens", "invalid_token")
     return tokens
 
