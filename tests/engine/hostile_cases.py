@@ -174,8 +174,8 @@ TYPE_CASES = [
     Case("empty_body", b"", 400),
     Case("integer_of_5000_digits", b'{"model": "demo", "max_tokens": ' + b"9" * 5000 + b"}",
          400),
-    Case("model_a_lone_surrogate_quoted_back", b'{"model": "\\ud800", "messages": '
-                                               b'[{"role": "user", "content": "hi"}]}', 404),
+    Case("model_a_lone_surrogate_is_not_text", b'{"model": "\\ud800", "messages": '
+                                               b'[{"role": "user", "content": "hi"}]}', 400),
     Case("prompt_a_lone_surrogate", b'{"model": "demo", "prompt": "\\udfff", '
                                     b'"max_tokens": 1}', 400, "/v1/completions"),
     Case("schema_anyOf_empty_converts_to_an_empty_grammar", schema({"anyOf": []}), 400),
