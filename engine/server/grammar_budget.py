@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.server.gbnf_elements import element_matching_nothing
+
 LLAMA_MAX_REPETITION = 2000  # llama-grammar.cpp MAX_REPETITION_THRESHOLD
 
 _BOUND_KEYS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties",
@@ -122,7 +124,9 @@ def check_gbnf(text: str, limits: GrammarLimits = DEFAULT_LIMITS, *, field: str 
             continue
         if c in "\"[<":
             end = _skip_quoted(text, i, {"\"": "\"", "[": "]", "<": ">"}[c])
-            _check_element(text[i:end], field, n_vocab)
+            empty = element_matching_nothing(text[i:end], n_vocab)
+            if empty is not None:
+                raise BudgetExceeded(empty, "empty_element", field)
             i = end
             continue
         if c == "(":
@@ -155,64 +159,6 @@ def check_gbnf(text: str, limits: GrammarLimits = DEFAULT_LIMITS, *, field: str 
                 i = m.end()
                 continue
         i += 1
-
-
-_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}  # llama.cpp's \\x, \\u and \\U escapes
-MAX_CODE_POINT = 0x10FFFF
-_TOKEN_ID = re.compile(r"<\[(\d+)\]>")
-
-
-def _code_points(body: str) -> list[tuple[int, bool]]:
-    """The characters of a literal's or a class's body as (code point, is a bare ``-``);
-    an escape llama.cpp would refuse reads as -1 (its parser reports it)."""
-    out: list[tuple[int, bool]] = []
-    k = 0
-    while k < len(body):
-        c = body[k]
-        if c != "\\" or k + 1 >= len(body):
-            out.append((ord(c), c == "-"))
-            k += 1
-            continue
-        size = _HEX_DIGITS.get(body[k + 1])
-        if size is None:
-            out.append((ord(body[k + 1]), False))
-            k += 2
-            continue
-        digits = body[k + 2:k + 2 + size]
-        ok = len(digits) == size and all(d in "0123456789abcdefABCDEF" for d in digits)
-        out.append((int(digits, 16) if ok else -1, False))
-        k += 2 + size
-    return out
-
-
-def _check_element(element: str, field: str, n_vocab: int | None) -> None:
-    """Refuse a literal, class or token reference that no token can ever match."""
-    token = _TOKEN_ID.fullmatch(element)
-    if token is not None:
-        if n_vocab is not None and int(token.group(1)) >= n_vocab:
-            raise BudgetExceeded(f"the token reference {element} is outside this model's "
-                                 f"vocabulary (0 to {n_vocab - 1})", "empty_element", field)
-        return
-    if element[:1] not in ("\"", "[") or len(element) < 2 or element[-1] not in "\"]":
-        return  # a token by its text, or unclosed: llama.cpp's parser decides
-    body = element[1:-1]
-    if element[0] == "[" and body.startswith("^"):
-        body = body[1:]
-    chars = _code_points(body)
-    for cp, _ in chars:
-        if cp > MAX_CODE_POINT:
-            raise BudgetExceeded(f"{element[:40]} names the code point U+{cp:X}, past the "
-                                 "last Unicode character (U+10FFFF): no token can produce "
-                                 "it", "empty_element", field)
-    k = 0
-    while element[0] == "[" and k < len(chars):  # a range is "x-y" (as llama.cpp reads it)
-        if k + 2 < len(chars) and chars[k + 1][1]:
-            if chars[k + 2][0] < chars[k][0]:
-                raise BudgetExceeded(f"a character range in {element[:40]} ends before it "
-                                     "starts (it is empty)", "empty_element", field)
-            k += 3
-        else:
-            k += 1
 
 
 def _skip_quoted(text: str, i: int, close: str) -> int:

@@ -27,6 +27,7 @@ import time
 from typing import IO, Any
 
 from engine.engine_select import loadout_command
+from engine.server.gbnf_elements import token_references
 from engine.server.grammar_budget import BudgetExceeded
 
 log = logging.getLogger(__name__)
@@ -131,8 +132,28 @@ def _read_line(stream: IO[str] | None, timeout_s: float) -> str | None:
 # ------------------------------------------------------------------ the child
 
 
+def _refuse_end_tokens(vocab: Any, grammar: str) -> None:
+    """A token reference to an end-of-generation token can never match: llama.cpp's
+    grammar sampler allows those only where the grammar is complete."""
+    from engine.native.tokens import Vocab
+
+    tokens = Vocab(vocab)
+    for ref in token_references(grammar):
+        body = ref[1:-1]
+        if body.startswith("[") and body.endswith("]") and body[1:-1].isdigit():
+            ids = [int(body[1:-1])]
+        else:
+            ids = tokens.tokenize(ref, add_special=False, parse_special=True)  # <|im_end|>
+        if len(ids) == 1 and 0 <= ids[0] < tokens.n_tokens and tokens.is_eog(ids[0]):
+            raise ValueError(f"the grammar requires {ref[:40]}, an end-of-generation token, "
+                             "which a grammar can never match (an answer ends by itself "
+                             "where its grammar is complete)")
+
+
 def _apply(lib: Any, vocab: Any, n_vocab: int, grammar: str) -> None:
     import numpy as np
+
+    _refuse_end_tokens(vocab, grammar)
 
     sampler = lib.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root")
     if not sampler:

@@ -147,7 +147,7 @@ def check_model(body: Mapping[str, Any], model: ServedModel) -> None:
     if not isinstance(name, str):
         raise bad("'model' must be a string", "model", "invalid_type")
     if not model.accepts(name):
-        raise ApiError(404, f"the model '{name}' does not exist; this server serves "
+        raise ApiError(404, f"the model '{rm.shown(name, 80)}' does not exist; this server serves "
                             f"'{model.id}'", param="model", code="model_not_found")
 
 

@@ -21,6 +21,7 @@ from engine.server.engine_like import EngineLike as EngineLike
 from engine.server.engine_like import template_renders_tools as template_renders_tools
 from engine.server.grammar_probe import GrammarProbe
 from engine.server.openai_schema import ApiError, ServedModel
+from engine.server.request_model import shown
 
 if TYPE_CHECKING:
     from engine.metrics import Metrics
@@ -123,6 +124,9 @@ class ServerState:
         """
         router = self.router
         name = body.get("model") if isinstance(body, Mapping) else None
+        if router is not None and name is not None and not isinstance(name, str):
+            raise ApiError(400, "'model' must be a string", param="model",
+                           code="invalid_type")
         if router is None or not isinstance(name, str):
             return
         entry = router.find(name)
@@ -164,8 +168,8 @@ class ServerState:
                 raise ApiError(400, "'model' is required: this server serves "
                                     f"{', '.join(router.ids())}", param="model",
                                code="missing_required_parameter")
-            raise ApiError(404, f"the model '{model}' does not exist; this server serves "
-                                f"{', '.join(router.ids())}", param="model",
+            raise ApiError(404, f"the model '{shown(model, 80)}' does not exist; this server "
+                                f"serves {', '.join(router.ids())}", param="model",
                            code="model_not_found")
         if entry.engine is None or entry.served is None:
             raise ApiError(503, f"the model '{entry.id}' is not loaded "

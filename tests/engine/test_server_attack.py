@@ -197,13 +197,23 @@ def test_a_schema_holding_a_non_schema_where_a_schema_goes_is_a_400(
     ("/v1/chat/completions", _chat(grammar="root ::= [z-a]"), "ends before it starts"),
     ("/v1/chat/completions", _chat(grammar="root ::= <[99999999]>"), "vocabulary"),
     ("/v1/completions", {"model": "demo", "prompt": "x", "max_tokens": 2,
-                         "grammar": 'root ::= "a" [^\\x00-\\U0010FFFF]'}, "no token"),
+                         "grammar": 'root ::= "a" "\\x00"'}, "NUL"),
+    # an end-of-generation token is allowed only where a grammar is complete (known
+    # from the vocabulary only: the grammar checker finds them)
+    ("/v1/completions", {"model": "demo", "prompt": "x", "max_tokens": 2,
+                         "grammar": 'root ::= "a" <[0]>'}, "end-of-generation"),
+    ("/v1/chat/completions", _chat(grammar='root ::= "a" | "b" <|im_end|>',
+                                   logit_bias={"82": 100}), "end-of-generation"),
     ("/v1/responses", {"model": "demo", "input": "hi", "max_output_tokens": 2, "text": {
         "format": {"type": "json_schema", "name": "x", "schema": {
             "type": "string", "pattern": "^[z-a]$"}}}}, "ends before it starts"),
     ("/v1/chat/completions", _chat(grammar='root ::= "a"{5,2}'), "below its minimum"),
-], ids=["code-point-past-unicode", "reversed-range", "token-past-vocabulary",
-        "nothing-after-a", "schema-pattern", "repetition-max-below-min"])
+    # the checker follows one path ("a"); the bias sends the engine down the other
+    ("/v1/chat/completions", _chat(grammar='root ::= "a" | "b" [^\\x00-\\U0010FFFF]',
+                                   logit_bias={"82": 100}), "every character"),
+], ids=["code-point-past-unicode", "reversed-range", "token-past-vocabulary", "nul",
+        "end-token-after-a", "end-token-off-the-checked-path", "schema-pattern",
+        "repetition-max-below-min", "dead-branch-off-the-checked-path"])
 def test_a_grammar_that_matches_nothing_is_a_400_and_the_server_lives(
         target: Target, path: str, body: dict[str, Any], needle: str) -> None:
     """llama.cpp parses these grammars, then aborts the whole process (std::terminate,
@@ -356,6 +366,55 @@ def test_an_unexpected_error_on_the_messages_route_has_anthropic_shape() -> None
     doc = json.loads(sent[1]["body"])
     assert doc["type"] == "error" and doc["error"]["type"] == "api_error"
     assert "/secret" not in doc["error"]["message"]
+
+
+def test_a_router_names_what_is_wrong_with_the_model_field(tmp_path: Path) -> None:
+    """With ``--models DIR`` a ``model`` that was not a string was "required"."""
+    from tests.helpers.gguf_factory import Shape, write_llama
+
+    shape = Shape(n_layers=2, n_embd=128, n_head=2, n_head_kv=2, head_dim=64, n_ff=256,
+                  n_vocab=512)
+    folder = tmp_path / "models"
+    folder.mkdir()
+    write_llama(folder / "alpha.gguf", shape)
+    proc = ServerProcess("--models", str(folder), "--ram-budget", "0.04", "--ctx", "256",
+                         "--parallel", "1", "--threads", "1", "--api-key", KEY,
+                         home=tmp_path).start()
+    try:
+        router = Target.__new__(Target)
+        router.proc, router.address = proc, (urlsplit(proc.url).hostname or "",
+                                             urlsplit(proc.url).port or 0)
+        for model, status, param in ((["alpha"], 400, "model"), ({"a": 1}, 400, "model"),
+                                     ("x" * 100_000, 404, "model")):
+            code, raw, _ = router.send("POST", "/v1/chat/completions", _chat(model=model))
+            error = assert_clear_error("", code, raw)
+            assert code == status and error["param"] == param and len(raw) < 600, raw[:200]
+        code, raw, _ = router.send("POST", "/v1/chat/completions", _chat(
+            model="alpha", logit_bias={str(t): -100 for t in range(512)}))
+        assert "every token" in assert_clear_error("", code, raw)["message"]
+        code, raw, _ = router.send("POST", "/v1/chat/completions", _chat(
+            model="alpha", grammar="root ::= <[600]>"))
+        assert "vocabulary" in assert_clear_error("", code, raw)["message"]
+        assert router.send("POST", "/v1/chat/completions", _chat(model="alpha"))[0] == 200
+    finally:
+        proc.stop()
+
+
+def test_the_grammar_checker_refuses_a_grammar_that_leaves_no_token() -> None:
+    """It took "no token allowed" for a complete grammar (a complete one still allows
+    end-of-generation), and passed grammars that kill the engine."""
+    from engine.demo import demo_model_path
+    from engine.server.grammar_probe import GrammarProbe
+
+    probe = GrammarProbe(str(demo_model_path()))
+    try:
+        probe.check('root ::= "ok"')
+        for grammar in ('root ::= "a" "\\x00"', "root ::= [\\x00]", 'root ::= "a" <[2]>'):
+            with pytest.raises(ValueError, match=r"no token|end-of-generation"):
+                probe.check(grammar)
+        probe.check('root ::= "a" | "b"')
+    finally:
+        probe.close()
 
 
 # ------------------------------------------------------------------ the fuzzer
