@@ -47,12 +47,24 @@ def schema_to_gbnf(schema: Mapping[str, Any], prop_order: Sequence[str] = (),
         text = json.dumps(_bounded(schema))
         grammar = str(json_schema_to_gbnf(text, list(prop_order)))
     except Exception as exc:  # the converter is not written for hostile input
-        raise SchemaNotSupported(f"cannot build a grammar from this JSON schema: {exc}") from exc
+        raise SchemaNotSupported(f"cannot build a grammar from this JSON schema: "
+                                 f"{_why(exc)}") from exc
     # Inside a JSON string a pattern's "." must not produce a bare quote, backslash or
     # control character, or the document would not parse.
     grammar = grammar.replace(_CONVERTER_DOT, _JSON_STRING_DOT)
     check_gbnf(grammar, limits, field=field, max_bytes=limits.max_converted_bytes)
     return grammar
+
+
+def _why(exc: Exception) -> str:
+    """The converter's failure in the client's terms."""
+    if isinstance(exc, KeyError) and exc.args and str(exc.args[0]).startswith("#"):
+        return (f"the reference {str(exc.args[0])[:80]!r} cannot be resolved (a recursive "
+                "definition may be referenced from inside a property, not as the whole "
+                "schema)")
+    if isinstance(exc, AttributeError | TypeError):
+        return f"a keyword holds a value of the wrong type for a JSON schema ({exc})"
+    return str(exc).replace("stdin#", "#")
 
 
 _CONVERTER_DOT = "dot ::= [^\\x0A\\x0D]"
@@ -146,6 +158,10 @@ def tool_call_schema(tools: Sequence[Mapping[str, Any]],
 def tool_call_gbnf(tools: Sequence[Mapping[str, Any]], only: str | None = None,
                    limits: GrammarLimits = DEFAULT_LIMITS) -> str:
     """A grammar that forces exactly one tool call (see :func:`tool_call_schema`)."""
+    for i, tool in enumerate(tools):  # each schema first, so an error names its tool
+        params = tool["function"].get("parameters")
+        if params is not None and (only is None or tool["function"]["name"] == only):
+            check_schema(params, limits, field=f"tools[{i}].function.parameters")
     return schema_to_gbnf(tool_call_schema(tools, only), prop_order=("name", "arguments"),
                           limits=limits, field="tools")
 

@@ -250,6 +250,9 @@ def _check_shape(node: Mapping[str, Any], path: str) -> None:
         if key in node and (not isinstance(value, list)
                             or not all(is_schema(v) for v in value)):
             raise SchemaNotSupported(f"'{path}.{key}' must be a list of JSON schemas")
+    for key in ("anyOf", "oneOf", "enum"):
+        if node.get(key) == []:
+            raise SchemaNotSupported(f"'{path}.{key}' is empty: the schema matches nothing")
     for key in _SUBSCHEMA:
         value = node.get(key)
         if key in node and not is_schema(value) and not (

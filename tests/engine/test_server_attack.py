@@ -174,7 +174,8 @@ def test_an_integer_past_the_float_range_is_a_400_naming_the_field(
      "schema.oneOf"),
     ("/v1/chat/completions", _chat(tool_choice="required", tools=[
         {"type": "function", "function": {"name": "f", "parameters": {
-            "type": "object", "properties": {"a": 5}}}}]), "properties.a"),
+            "type": "object", "properties": {"a": 5}}}}]),
+     "tools[0].function.parameters.properties.a"),
     ("/v1/messages", {"model": "demo", "max_tokens": 2, "messages": USER,
                       "tool_choice": {"type": "any"}, "tools": [
         {"name": "f", "input_schema": {"type": "object", "properties": {"a": 5}}}]},
