@@ -43,6 +43,7 @@ from engine.server.grammar_budget import BudgetExceeded
 from engine.server.images import fetch_image_urls
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits, check_unicode
+from engine.server.request_model import loads as loads_json
 from engine.server.router_metrics import RouterMetrics
 from engine.server.security import (
     ACCESS_PATH,
@@ -100,7 +101,7 @@ async def _read_json(request: Request) -> Any:
     if not raw:
         raise ApiError(400, "empty request body; send a JSON object", code="invalid_json")
     try:
-        doc = json.loads(raw)
+        doc = loads_json(raw)
     except RecursionError as exc:
         raise ApiError(400, "the JSON nests too deeply", code="json_too_deep") from exc
     except (ValueError, UnicodeDecodeError) as exc:

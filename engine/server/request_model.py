@@ -12,6 +12,7 @@ OpenAI's own API ignores what it does not use.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -125,6 +126,30 @@ def json_depth_ok(doc: Any, limit: int) -> bool:
                 return False
             stack.extend((v, depth + 1) for v in node)
     return True
+
+
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is past the range of a double")
+    return value
+
+
+def loads(raw: bytes) -> Any:
+    """A request body decoded as JSON (RFC 8259): Python's own ``NaN``, ``Infinity`` and
+    numbers past the double range (``1e400``, read as infinity) are refused, so nothing
+    a request carries can make an answer that is not JSON (an echo of it failed to
+    encode: a 500).
+
+    Raises:
+        ValueError: not JSON (the message says why).
+        RecursionError: it nests too deeply.
+    """
+    return json.loads(raw, parse_constant=_not_a_number, parse_float=_finite_float)
 
 
 def lone_surrogate_at(doc: Any) -> str | None:
@@ -319,5 +344,5 @@ def _check_tools(tools: Any, choice: Any, limits: RequestLimits) -> None:
 
 __all__ = ["CHAT_FIELDS", "COMPLETION_FIELDS", "DEFAULT_REQUEST_LIMITS", "ApiError", "Field",
            "RequestLimits", "check_body", "check_field", "check_unicode", "is_finite",
-           "json_depth_ok",
+           "json_depth_ok", "loads",
            "lone_surrogate_at", "shown"]

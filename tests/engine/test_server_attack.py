@@ -267,6 +267,24 @@ def test_a_lone_surrogate_is_a_400_naming_where_it_is(
         assert error["param"] == param and error["code"] == "invalid_text"
 
 
+@pytest.mark.parametrize("body", [
+    b'{"model": "demo", "input": "hi", "max_output_tokens": 2, "tools": [{"type": "function",'
+    b' "name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "number",'
+    b' "default": NaN}}}}]}',
+    b'{"model": "demo", "input": "hi", "max_output_tokens": 2, "text": {"format": {"type": '
+    b'"json_schema", "name": "x", "schema": {"type": "number", "examples": [1e400]}}}}',
+    b'{"model": "demo", "input": "hi", "max_output_tokens": 2, "stream": true, "text": '
+    b'{"format": {"type": "text", "note": -Infinity}}}',
+], ids=["nan-in-a-tool-default", "1e400-in-schema-examples", "infinity-streamed"])
+def test_nan_and_infinity_are_not_json(target: Target, body: bytes) -> None:
+    """Python reads NaN, Infinity and 1e400; a response echoing them could not be written
+    (a 500), or went out as a stream event no JSON parser reads."""
+    status, raw, _ = target.send("POST", "/v1/responses", body)
+    error = assert_clear_error("/v1/responses", status, raw)
+    assert error["code"] == "invalid_json"
+    assert "not a JSON number" in error["message"] or "range of a double" in error["message"]
+
+
 def _metric(target: Target, name: str) -> float:
     _, raw, _ = target.send("GET", "/metrics", headers={"Authorization": f"Bearer {KEY}"})
     return sum(float(line.rsplit(" ", 1)[1]) for line in raw.decode().splitlines()
