@@ -12,6 +12,7 @@ import logging
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from app.errors import ModelFileError
 from app.texts import QT_TRANSLATE_NOOP
 from engine.errors import EngineError, ModelNotFoundError, OutOfMemoryError
 from planner.errors import GGUFError, InventoryError, PlannerError, UnsupportedModelError
@@ -19,6 +20,10 @@ from planner.errors import GGUFError, InventoryError, PlannerError, UnsupportedM
 log = logging.getLogger(__name__)
 
 
+_MODEL_FILE = QT_TRANSLATE_NOOP(
+    "ErrorReporter", "{name} cannot be read as a GGUF model ({detail}). If it was "
+    "downloaded, it may be incomplete: download it again. Otherwise open a .gguf model "
+    "file (for a model split in parts, its first part).")
 _MESSAGES: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ((ModelNotFoundError,), QT_TRANSLATE_NOOP(
         "ErrorReporter", "The model file could not be found: {detail}")),
@@ -46,6 +51,8 @@ def _tr(text: str) -> str:
 def readable_message(exc: BaseException) -> str:
     """A sentence a user can act on, for any exception a job may raise."""
     detail = str(exc) or type(exc).__name__
+    if isinstance(exc, ModelFileError):
+        return _tr(_MODEL_FILE).format(name=exc.path.name, detail=exc.detail)
     for kinds, text in _MESSAGES:
         if isinstance(exc, kinds):
             return _tr(text).format(detail=detail)

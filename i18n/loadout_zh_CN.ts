@@ -95,8 +95,16 @@
         <translation>你的问题正在等待：引擎已停止（见上方消息）。加载一个模型即可得到回答。</translation>
     </message>
     <message>
+        <source>Your question waits, but no model is loading. {why} It is answered as soon as a model is loaded; Stop withdraws it.</source>
+        <translation>你的问题在等待，但没有模型正在加载。{why} 一旦有模型加载完成就会回答；点“停止”可撤回问题。</translation>
+    </message>
+    <message>
         <source>Preparing the model…</source>
         <translation>正在准备模型…</translation>
+    </message>
+    <message>
+        <source>Not loaded: the reason is below</source>
+        <translation>未加载：原因见下方</translation>
     </message>
     <message>
         <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
@@ -1222,6 +1230,10 @@
 <context>
     <name>ErrorReporter</name>
     <message>
+        <source>{name} cannot be read as a GGUF model ({detail}). If it was downloaded, it may be incomplete: download it again. Otherwise open a .gguf model file (for a model split in parts, its first part).</source>
+        <translation>无法将 {name} 读取为 GGUF 模型（{detail}）。如果它是下载的，可能没有下载完整：请重新下载。否则请打开一个 .gguf 模型文件（分成多个部分的模型请打开第一部分）。</translation>
+    </message>
+    <message>
         <source>The model file could not be found: {detail}</source>
         <translation>找不到模型文件：{detail}</translation>
     </message>
@@ -1430,6 +1442,21 @@
     <message>
         <source>Measuring failed: {error}</source>
         <translation>测量失败：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>LoadRefusal</name>
+    <message>
+        <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
+        <translation>未加载 {name}：本机内存放不下它。{why} 请在“模型”页选择更小的模型或量化版本，或在“计划”页选择更短的上下文。</translation>
+    </message>
+    <message>
+        <source>{name} was not loaded: its plan is for the what-if rig. Go back to this machine on the Plan page to load it.</source>
+        <translation>未加载 {name}：它的计划针对假设的配置。请在“计划”页回到本机后再加载。</translation>
+    </message>
+    <message>
+        <source>No model to load yet: choose one on the Models page (or the demo model); it loads once its plan is made.</source>
+        <translation>还没有可加载的模型：请在“模型”页选择一个（或演示模型）；计划做好后就会加载。</translation>
     </message>
 </context>
 <context>
@@ -1758,10 +1785,6 @@
         <translation>放得下。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
     </message>
     <message>
-        <source>Does not fit as asked.</source>
-        <translation>按要求放不下。</translation>
-    </message>
-    <message>
         <source>{advice} → decode {tps} t/s</source>
         <translation>{advice} → 解码 {tps} t/s</translation>
     </message>
@@ -1802,12 +1825,20 @@
         <translation>首 token 时间（{tokens} token 的提示）</translation>
     </message>
     <message>
+        <source>Does not fit as asked, so it cannot be loaded: choose a shorter context here, or a smaller model or quantization on the Models page.</source>
+        <translation>按要求放不下，因此无法加载：请在这里选择更短的上下文，或在“模型”页选择更小的模型或量化版本。</translation>
+    </message>
+    <message>
         <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
         <translation>只能靠从磁盘读取来运行。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
     </message>
     <message>
         <source>Reads images: {tokens} tokens each, time to first token with one image {ttft}.</source>
         <translation>可读图片：每张 {tokens} 个 token，附一张图片时首个 token 用时 {ttft}。</translation>
+    </message>
+    <message>
+        <source>Calibrated on one run on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
+        <translation>已根据本机的 1 次运行校准。原始预测：解码 {decode} t/s，预填充 {prefill} t/s，首 token 时间 {ttft}。</translation>
     </message>
     <message>
         <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
@@ -2069,6 +2100,22 @@
         <translation>该回答的解码 t/s</translation>
     </message>
     <message>
+        <source>Each slot answers one request at a time</source>
+        <translation>每个槽位一次回答一个请求</translation>
+    </message>
+    <message>
+        <source>Tokens of the prompt and answer its KV cache holds</source>
+        <translation>其 KV 缓存中保存的提示和回答的 token 数</translation>
+    </message>
+    <message>
+        <source>Tokens generated for this request so far</source>
+        <translation>到目前为止为该请求生成的 token 数</translation>
+    </message>
+    <message>
+        <source>This request&apos;s own decode speed, as the engine measures it (the chart below adds every request together)</source>
+        <translation>该请求自己的解码速度，由引擎测量（下方图表把所有请求加在一起）</translation>
+    </message>
+    <message>
         <source>decode t/s, all requests</source>
         <translation>全部请求的解码 t/s</translation>
     </message>
@@ -2107,6 +2154,14 @@
     <message>
         <source>Predicted decode t/s</source>
         <translation>预测解码 t/s</translation>
+    </message>
+    <message>
+        <source>What the plan of this model holds in memory, all devices together</source>
+        <translation>此模型的计划在内存中占用的大小，所有设备合计</translation>
+    </message>
+    <message>
+        <source>The decode speed its plan predicts on this machine</source>
+        <translation>其计划在本机上预测的解码速度</translation>
     </message>
     <message>
         <source>Serving every model in the library.</source>
@@ -2176,8 +2231,12 @@
         <translation>添加文件夹…</translation>
     </message>
     <message>
-        <source>Also list the models of LM Studio, Ollama and the Hugging Face cache</source>
-        <translation>同时列出 LM Studio、Ollama 和 Hugging Face 缓存中的模型</translation>
+        <source>Also list other apps&apos; models</source>
+        <translation>同时列出其他应用的模型</translation>
+    </message>
+    <message>
+        <source>LM Studio&apos;s, Ollama&apos;s and the Hugging Face cache&apos;s, read only</source>
+        <translation>LM Studio、Ollama 和 Hugging Face 缓存中的模型，只读</translation>
     </message>
     <message>
         <source>Remove</source>

@@ -59,6 +59,11 @@ def answer_decode_tps(status: dict[str, Any], request_id: str | None) -> float |
     return None
 
 
+def _escaped(text: str) -> str:
+    """``text`` as literal Markdown (a file name's ``_`` or ``*`` stays as it is)."""
+    return "".join(f"\\{c}" if c in "\\`*_[]<>#" else c for c in text)
+
+
 class ChatPage(QWidget):
     """The chat window.
 
@@ -90,6 +95,7 @@ class ChatPage(QWidget):
         self._streaming: tuple[int, int] | None = None  # (conversation, message) answered
         self._waiting: int | None = None  # the conversation whose question waits
         self.load_expected = False  # a load is on its way (the plan is being made)
+        self.refusal = ""  # why the last load asked for was not started ("": none)
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
@@ -335,7 +341,18 @@ class ChatPage(QWidget):
     def set_load_expected(self, expected: bool) -> None:
         """Say that a load is (or no longer is) on its way before the engine starts."""
         self.load_expected = expected
+        if expected:
+            self.refusal = ""
         self._refresh_engine_label()
+
+    def set_load_refused(self, message: str) -> None:
+        """Say that the load asked for was not started, and why (``message``); a question
+        waiting stays, for the next model that loads."""
+        self.load_expected = False
+        self.refusal = message
+        self._refresh_engine_label()
+        self._render()
+        self._refresh_buttons()
 
     def _ask_waiting(self) -> None:
         waiting, self._waiting = self._waiting, None
@@ -448,6 +465,8 @@ class ChatPage(QWidget):
     def _on_engine_state(self, state: str) -> None:
         if state in ("loading", "ready", "crashed"):
             self.load_expected = False
+        if state in ("loading", "ready"):
+            self.refusal = ""
         self._refresh_engine_label()
         if state == "ready" and self._waiting is not None and not self.streamer.busy:
             self._ask_waiting()
@@ -464,6 +483,12 @@ class ChatPage(QWidget):
             if self._engine.state == "crashed":
                 note = self.tr("Your question waits: the engine stopped (see the message "
                                "above). Load a model to have it answered.")
+            if self.refusal:
+                note = self.tr("Your question waits, but no model is loading. {why} It is "
+                               "answered as soon as a model is loaded; Stop withdraws it."
+                               ).format(why=_escaped(self.refusal))
+        elif self.refusal:
+            note = _escaped(self.refusal)
         self.transcript.show_messages(self.messages, self.last_error, note)
 
     def _render_streaming(self) -> None:
@@ -491,6 +516,9 @@ class ChatPage(QWidget):
     def _refresh_engine_label(self) -> None:
         if self.load_expected and self._engine.state in ("unloaded", "crashed"):
             self.engine_label.setText(self.tr("Preparing the model…"))
+            return
+        if self.refusal and self._engine.state in ("unloaded", "crashed"):
+            self.engine_label.setText(self.tr("Not loaded: the reason is below"))
             return
         names = {"unloaded": self.tr("No model loaded: ask a question to load the last "
                                      "one, or load one from the Plan page."),

@@ -427,7 +427,9 @@ class PlanPage(QWidget):
                                         .format(tokens=pred.prompt_tokens))
         self._show_calibration(plan)
         if not plan.fits:
-            summary = self.tr("Does not fit as asked.")
+            summary = self.tr("Does not fit as asked, so it cannot be loaded: choose a shorter "
+                              "context here, or a smaller model or quantization on the Models "
+                              "page.")
         elif reads_from_disk(plan):
             summary = self.tr("Runs only by reading from disk. Context {context} per sequence "
                               "× {parallel}, KV {kv}, speculation {spec}.")
@@ -460,9 +462,12 @@ class PlanPage(QWidget):
         raw = plan.raw_predicted
         self.calibration_label.setVisible(runs > 0 and raw is not None)
         if runs > 0 and raw is not None:
-            self.calibration_label.setText(self.tr(
+            text = self.tr(
+                "Calibrated on one run on this machine. Raw prediction: decode {decode} t/s, "
+                "prefill {prefill} t/s, time to first token {ttft}.") if runs == 1 else self.tr(
                 "Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} "
-                "t/s, prefill {prefill} t/s, time to first token {ttft}.").format(
+                "t/s, prefill {prefill} t/s, time to first token {ttft}.")
+            self.calibration_label.setText(text.format(
                 runs=runs, decode=fmt_tps(raw.decode_tps), prefill=fmt_tps(raw.prefill_tps),
                 ttft=fmt_seconds(raw.ttft_s)))
 

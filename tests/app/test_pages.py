@@ -83,7 +83,7 @@ def test_a_broken_model_file_reaches_the_error_handler(make_window: Any, rig: In
     broken.write_bytes(b"GGUF" + b"\xff" * 60)
     window.select_model(broken)
     qtbot.waitUntil(lambda: bool(window.errors.last_message), timeout=10000)
-    assert "not a GGUF model Loadout can read" in window.errors.last_message
+    assert "broken.gguf cannot be read as a GGUF model" in window.errors.last_message
     assert window.state.profile is None
 
 
