@@ -47,10 +47,6 @@
         <translation>模型加载中…</translation>
     </message>
     <message>
-        <source>Ready</source>
-        <translation>就绪</translation>
-    </message>
-    <message>
         <source>Unloading…</source>
         <translation>正在卸载…</translation>
     </message>
@@ -109,6 +105,10 @@
     <message>
         <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
         <translation>未加载模型：提问即可加载上次的模型，或在“计划”页加载一个。</translation>
+    </message>
+    <message>
+        <source>Ready: {model} answers</source>
+        <translation>就绪：由 {model} 回答</translation>
     </message>
     <message>
         <source>System prompt</source>

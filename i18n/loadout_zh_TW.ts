@@ -47,10 +47,6 @@
         <translation>模型載入中…</translation>
     </message>
     <message>
-        <source>Ready</source>
-        <translation>就緒</translation>
-    </message>
-    <message>
         <source>Unloading…</source>
         <translation>正在卸載…</translation>
     </message>
@@ -109,6 +105,10 @@
     <message>
         <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
         <translation>未載入模型：提問即可載入上次的模型，或在「計畫」頁載入一個。</translation>
+    </message>
+    <message>
+        <source>Ready: {model} answers</source>
+        <translation>就緒：由 {model} 回答</translation>
     </message>
     <message>
         <source>System prompt</source>

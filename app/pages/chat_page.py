@@ -8,6 +8,7 @@ answer's decode t/s as the engine reports it for its slot (``/v1/loadout/status`
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -523,10 +524,15 @@ class ChatPage(QWidget):
         names = {"unloaded": self.tr("No model loaded: ask a question to load the last "
                                      "one, or load one from the Plan page."),
                  "loading": self.tr("The model is loading…"),
-                 "ready": self.tr("Ready"),
+                 "ready": self.tr("Ready: {model} answers").format(model=self._model_name()),
                  "stopping": self.tr("Unloading…"),
                  "crashed": self.tr("The engine stopped (see the message above).")}
         self.engine_label.setText(names.get(self._engine.state, ""))
+
+    def _model_name(self) -> str:
+        """The file name of the model the engine runs ("" when none)."""
+        spec = self._engine.spec
+        return Path(spec.model_path).name if spec is not None else ""
 
     def shutdown(self) -> None:
         """Stop streaming and wait for the worker; close the database."""
