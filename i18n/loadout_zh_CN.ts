@@ -1742,6 +1742,10 @@
         <translation>可读图片</translation>
     </message>
     <message>
+        <source>⚠ cannot be read as a model</source>
+        <translation>⚠ 无法作为模型读取</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已选择：{name}</translation>
     </message>

@@ -1742,6 +1742,10 @@
         <translation>可讀圖片</translation>
     </message>
     <message>
+        <source>⚠ cannot be read as a model</source>
+        <translation>⚠ 無法作為模型讀取</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已選擇：{name}</translation>
     </message>

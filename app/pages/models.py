@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -28,6 +29,7 @@ from app.formatting import fmt_bytes
 from app.pages.model_wizard import ModelWizard
 from app.state import AppState
 from app.texts import source_text
+from app.theme import warning_color
 from app.workers import Job, WorkerRunner
 
 log = logging.getLogger(__name__)
@@ -174,10 +176,13 @@ class ModelsPage(QWidget):
         for entry in self.entries:
             details = [entry.quant or "", fmt_bytes(entry.size_bytes),
                        source_text(entry.source.value),
-                       self.tr("reads images") if entry.projector is not None else ""]
+                       self.tr("reads images") if entry.projector is not None else "",
+                       self.tr("⚠ cannot be read as a model") if entry.error else ""]
             item = QListWidgetItem(" · ".join([entry.name, *[d for d in details if d]]))
             item.setToolTip(str(entry.path) if not entry.error else entry.error)
             item.setData(PATH_ROLE, str(entry.path))
+            if entry.error:  # listed (it is there), but marked before anyone picks it
+                item.setForeground(QColor(warning_color()))
             self.list.addItem(item)
         for row in range(self.list.count()):
             if self.list.item(row).data(PATH_ROLE) == keep:

@@ -68,12 +68,18 @@ def test_models_page_lists_the_demo_and_gguf_files_in_model_folders(
     write_llama(tmp_path / "sub" / "tiny.gguf", header_only=True)
     (tmp_path / "notes.txt").write_text("not a model")
     assert find_models((str(tmp_path),)) == [tmp_path / "sub" / "tiny.gguf"]
+    (tmp_path / "zz-garbage.gguf").write_bytes(b"\x13N\xdc\xa3" * 100)
     window = make_window(rig, AppSettings(model_folders=(str(tmp_path),),
                                           scan_other_apps=False))
-    qtbot.waitUntil(lambda: window.models.list.count() == 2, timeout=10000)
+    qtbot.waitUntil(lambda: window.models.list.count() == 3, timeout=10000)
     items = [window.models.list.item(i) for i in range(window.models.list.count())]
     assert items[0].text().startswith("Demo model")
     assert "sub/tiny.gguf · F16" in items[1].text() and "your folder" in items[1].text()
+    assert "cannot be read" not in items[1].text()
+    # a file that is not a model is listed, marked before anyone picks it, with why
+    assert items[2].text().startswith("zz-garbage.gguf")
+    assert items[2].text().endswith("⚠ cannot be read as a model")
+    assert "GGUF" in items[2].toolTip()
 
 
 def test_a_broken_model_file_reaches_the_error_handler(make_window: Any, rig: Inventory,
