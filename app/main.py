@@ -45,6 +45,7 @@ from app.state import AppState
 from app.termination import quit_on_termination
 from app.theme import apply_theme
 from app.ui_probe import start_if_asked
+from app.widgets.elided_label import ElidedLabel
 from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from engine import engine_select
@@ -143,7 +144,7 @@ class MainWindow(QMainWindow):
         layout.addLayout(column, 1)
         self.setCentralWidget(central)
 
-        self.status_engine, self.status_model = QLabel(), QLabel()
+        self.status_engine, self.status_model = QLabel(), ElidedLabel()  # a long file name
         self.load_progress = QProgressBar()
         self.load_progress.setObjectName("loadProgress")
         self.load_progress.setRange(0, 100)

@@ -111,7 +111,10 @@ class ChatPage(QWidget):
     def _build(self) -> None:
         self.title = QLabel()
         self.title.setObjectName("pageTitle")
-        self.engine_label = QLabel()
+        self.engine_label = QLabel()  # a sentence, with the model's name: may be long
+        self.engine_label.setWordWrap(True)
+        self.engine_label.setAlignment(Qt.AlignmentFlag.AlignRight
+                                       | Qt.AlignmentFlag.AlignVCenter)
         self.list_label = QLabel()
         self.conversation_list = QListWidget()
         self.conversation_list.setHorizontalScrollBarPolicy(
@@ -190,8 +193,8 @@ class ChatPage(QWidget):
         right = QWidget()
         right_layout = QVBoxLayout(right)
         header = QHBoxLayout()
-        header.addWidget(self.title, 1)
-        header.addWidget(self.engine_label)
+        header.addWidget(self.title)
+        header.addWidget(self.engine_label, 1)
         right_layout.addLayout(header)
         right_layout.addWidget(self.settings_box)
         right_layout.addWidget(self.transcript, 1)

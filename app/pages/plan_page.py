@@ -35,6 +35,7 @@ from app.plan_view import advice, memory_bars, messages, reads_from_disk, weight
 from app.state import AppState
 from app.texts import code_sentence, kv_text, spec_text, task_text
 from app.theme import warning_color
+from app.widgets.elided_label import ElidedLabel
 from app.widgets.gpu_roles import GpuRoles
 from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
@@ -93,7 +94,7 @@ class PlanPage(QWidget):
 
     # -- layout -----------------------------------------------------------------------
     def _build(self) -> None:
-        self.title = QLabel()
+        self.title = ElidedLabel()  # a long file name never pushes the buttons away
         self.title.setObjectName("pageTitle")
         self.machine_label = QLabel()
         self.whatif_button = QPushButton()
@@ -155,6 +156,7 @@ class PlanPage(QWidget):
             font.setPointSizeF(font.pointSizeF() * 1.8)
             font.setBold(True)
             value.setFont(font)
+            name.setWordWrap(True)  # "time to first token (1024-token prompt)"
             speed.addWidget(value, 0, col)
             speed.addWidget(name, 1, col)
         self.fit_label = QLabel()
