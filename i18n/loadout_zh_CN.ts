@@ -1211,12 +1211,12 @@
         <translation>此安装只有一个引擎版本，且无法加载：{error}</translation>
     </message>
     <message>
-        <source>with GPU offload</source>
-        <translation>支持 GPU 卸载</translation>
+        <source>with GPU offload to {gpus}</source>
+        <translation>支持卸载到 GPU（{gpus}）</translation>
     </message>
     <message>
-        <source>CPU only, without GPU offload</source>
-        <translation>仅 CPU，不支持 GPU 卸载</translation>
+        <source>which finds no GPU here: models run on the CPU</source>
+        <translation>在本机上找不到 GPU：模型在 CPU 上运行</translation>
     </message>
     <message>
         <source>This installation has one engine build: llama.cpp through llama-cpp-python {version}, {offload}.</source>

@@ -1211,12 +1211,12 @@
         <translation>此安裝只有一個引擎版本，且無法載入：{error}</translation>
     </message>
     <message>
-        <source>with GPU offload</source>
-        <translation>支援 GPU 卸載</translation>
+        <source>with GPU offload to {gpus}</source>
+        <translation>支援卸載到 GPU（{gpus}）</translation>
     </message>
     <message>
-        <source>CPU only, without GPU offload</source>
-        <translation>僅 CPU，不支援 GPU 卸載</translation>
+        <source>which finds no GPU here: models run on the CPU</source>
+        <translation>在本機上找不到 GPU：模型在 CPU 上執行</translation>
     </message>
     <message>
         <source>This installation has one engine build: llama.cpp through llama-cpp-python {version}, {offload}.</source>
