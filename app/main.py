@@ -171,7 +171,7 @@ class MainWindow(QMainWindow):
         self.plan.sig_plan_shown.connect(self._on_plan_shown)
         self.settings_page.sig_settings_edited.connect(self._on_settings_edited)
         self.plan.sig_load_requested.connect(self.load_plan)
-        self.plan.sig_unload_requested.connect(self.control.unload)
+        self.plan.sig_unload_requested.connect(self._on_unload_requested)
         self.banner.sig_retry_requested.connect(self.retry_safer)
         self.banner.sig_replan_requested.connect(self.replan_without)
         self.engine.sig_state_changed.connect(self._on_engine_state)
@@ -346,6 +346,10 @@ class MainWindow(QMainWindow):
         self.banner.hide()
         self.cluster.leave_out(workers)
         self.show_page("plan")
+
+    def _on_unload_requested(self) -> None:
+        self.chat.streamer.stop()  # an answer streaming ends as stopped, not as failed
+        self.control.unload()
 
     def _serving_binding(self) -> Binding:
         return self.server.binding()

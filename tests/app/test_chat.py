@@ -322,3 +322,25 @@ def test_switching_conversation_mid_answer_stops_it_and_keeps_each_apart(window:
     assert chat.messages == first_messages and "Paris" in chat.transcript_text()
     stored = chat.store.messages(second)
     assert stored[-1].finish_reason == "cancelled" and stored[-1].content
+
+
+def test_unloading_mid_answer_ends_it_as_stopped_not_as_failed(window: Any) -> None:
+    # (last here: it unloads the module's engine)
+    chat = window.chat
+    window.show_page("chat")
+    chat.new_conversation()
+    chat.max_tokens.setValue(2000)
+    chat.temperature.setValue(0.8)
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    chat.input.setPlainText(LONG_ASK)
+    chat.send_button.click()
+    wait_until(lambda: len(chat.messages[-1].content) > 10 or results, 120, "text")
+    assert not results
+    window.plan.unload_button.click()
+    wait_until(lambda: results, 60, "the answer to end")
+    chat.sig_answer_finished.disconnect(results.append)
+    assert results[0].finish_reason == "cancelled" and chat.last_error == ""
+    text = chat.transcript_text()
+    assert "Stopped." in text and "Cut off" not in text
+    wait_until(lambda: window.engine.state == "unloaded", 60, "the unload")
