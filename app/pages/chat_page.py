@@ -447,6 +447,8 @@ class ChatPage(QWidget):
             self._show_footer(result.timings)
         final = result.timings.get("decode_tps")
         if isinstance(final, int | float):
+            if shown:  # the chart ends on the answer's final figure, the footer's
+                self.chart.add(float(final))
             self.sig_answer_speed_changed.emit(float(final))
         self._render()
         self._refresh_buttons()

@@ -80,6 +80,8 @@ def test_answer_contains_paris_and_footer_shows_the_engines_four_speeds(window: 
     assert f"decode {fmt_tps(timings['decode_tps'])} t/s" in window.chat.transcript_text()
     assert window.status_decode.text() == \
         f"Decode: {fmt_tps(timings['decode_tps'])} t/s (last answer)"
+    # the live chart ends on the same figure (not on its last sample during the answer)
+    assert window.chat.chart.values()[-1] == pytest.approx(timings["decode_tps"])
     assert footer.startswith("Last answer: TTFT ")
     assert window.status_engine.text() == "Engine: ready"
     # saved with its figures
