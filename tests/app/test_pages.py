@@ -107,6 +107,8 @@ def test_whatif_edits_gpus_and_ram_and_rig_files_round_trip(
     dialog.add_gpu("rtx 3090")
     assert [g.name for g in dialog.rig.gpus] == ["GeForce RTX 4090", "GeForce RTX 3090"]
     assert dialog.rig.gpus[1].index == 1 and dialog.rig.gpus[1].total_bytes == 24 * GIB
+    dialog.set_ram(int(23.5 * GIB))
+    assert dialog.ram.text() == "23.5 GiB"  # as much as the machine has, not 24
     dialog.set_ram(128 * GIB)
     assert dialog.rig.host.ram_total_bytes == 128 * GIB
     assert dialog.rig.host.ram_available_bytes == 120 * GIB  # 8 GiB stay in use
