@@ -41,7 +41,7 @@ _MESSAGES: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
 )
 _OTHER = QT_TRANSLATE_NOOP("ErrorReporter", "Something went wrong ({kind}): {detail}")
 _TITLE = QT_TRANSLATE_NOOP("ErrorReporter", "Loadout: something went wrong")
-_SEE_LOG = QT_TRANSLATE_NOOP("ErrorReporter", "Details are in the log file.")
+_SEE_LOG = QT_TRANSLATE_NOOP("ErrorReporter", "Details are in the log file, in {folder}")
 
 
 def _tr(text: str) -> str:
@@ -57,6 +57,17 @@ def readable_message(exc: BaseException) -> str:
         if isinstance(exc, kinds):
             return _tr(text).format(detail=detail)
     return _tr(_OTHER).format(kind=type(exc).__name__, detail=detail)
+
+
+def _log_folder() -> str:
+    """Where the log file is (Settings links it too)."""
+    from engine.paths import paths
+
+    try:
+        return str(paths().logs)
+    except Exception:  # the message must show whatever the folder's state
+        log.exception("the log folder is unknown")
+        return "?"
 
 
 class ErrorReporter(QObject):
@@ -91,7 +102,7 @@ class ErrorReporter(QObject):
             self._box.setStandardButtons(QMessageBox.StandardButton.Close)
         self._box.setWindowTitle(_tr(_TITLE))
         self._box.setText(message)
-        self._box.setInformativeText(_tr(_SEE_LOG))
+        self._box.setInformativeText(_tr(_SEE_LOG).format(folder=_log_folder()))
         self._box.open()  # non-blocking: workers and timers keep running
 
     def close(self) -> None:

@@ -1274,8 +1274,8 @@
         <translation>Loadout：出错了</translation>
     </message>
     <message>
-        <source>Details are in the log file.</source>
-        <translation>详细信息见日志文件。</translation>
+        <source>Details are in the log file, in {folder}</source>
+        <translation>详细信息见日志文件，位于 {folder}</translation>
     </message>
 </context>
 <context>

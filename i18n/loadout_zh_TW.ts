@@ -1274,8 +1274,8 @@
         <translation>Loadout：發生錯誤</translation>
     </message>
     <message>
-        <source>Details are in the log file.</source>
-        <translation>詳細資訊請見記錄檔。</translation>
+        <source>Details are in the log file, in {folder}</source>
+        <translation>詳細資訊請見記錄檔，位於 {folder}</translation>
     </message>
 </context>
 <context>

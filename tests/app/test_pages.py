@@ -90,6 +90,9 @@ def test_a_broken_model_file_reaches_the_error_handler(make_window: Any, rig: In
     window.select_model(broken)
     qtbot.waitUntil(lambda: bool(window.errors.last_message), timeout=10000)
     assert "broken.gguf cannot be read as a GGUF model" in window.errors.last_message
+    from engine.paths import paths  # and the box says where the details are
+
+    assert str(paths().logs) in window.errors._box.informativeText()
     assert window.state.profile is None
 
 
