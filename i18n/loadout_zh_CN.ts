@@ -2056,7 +2056,7 @@
         <translation>引擎将重启并监听所有网络接口；客户端必须发送 API 密钥。</translation>
     </message>
     <message>
-        <source>Only needed for other devices</source>
+        <source>For other devices</source>
         <translation>仅其他设备需要</translation>
     </message>
     <message>

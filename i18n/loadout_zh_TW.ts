@@ -2056,7 +2056,7 @@
         <translation>引擎將重新啟動並監聽所有網路介面；用戶端必須傳送 API 金鑰。</translation>
     </message>
     <message>
-        <source>Only needed for other devices</source>
+        <source>For other devices</source>
         <translation>僅其他裝置需要</translation>
     </message>
     <message>

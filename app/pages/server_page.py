@@ -248,15 +248,21 @@ class ServerPage(QWidget):
 
     def _on_lan_toggled(self, on: bool) -> None:
         if on and not self.key.text():
-            self.key.setText(new_api_key())  # never other devices without a key
+            self._show_key(new_api_key())  # never other devices without a key
         if self.serve_switch.isChecked():
             self.apply()
         self._refresh()
 
     def _on_new_key(self) -> None:
-        self.key.setText(new_api_key())
+        self._show_key(new_api_key())
         if self.serve_switch.isChecked() and self.lan.isChecked():
             self.apply()
+
+    def _show_key(self, key: str) -> None:
+        """Show ``key`` from its start (``sk-loadout-…``: what a user recognises) when
+        the field is narrower than the key."""
+        self.key.setText(key)
+        self.key.setCursorPosition(0)
 
     def _on_port_edited(self) -> None:
         if self.serve_switch.isChecked():
@@ -397,7 +403,7 @@ class ServerPage(QWidget):
         self.lan.setText(self.tr("Allow other devices on my network"))
         self.lan.setToolTip(self.tr("Restarts the engine listening on every network "
                                     "interface; clients must then send the API key."))
-        self.key.setPlaceholderText(self.tr("Only needed for other devices"))
+        self.key.setPlaceholderText(self.tr("For other devices"))
         set_name(self.key, self.tr("API key"))
         self.new_key_button.setText(self.tr("New key"))
         self.copy_key_button.setText(self.tr("Copy key"))

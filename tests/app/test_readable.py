@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QSize
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QAbstractButton, QLabel, QScrollArea
+from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit, QScrollArea
 
 from app.main import PAGES
 from app.widgets.elided_label import ElidedLabel
@@ -94,6 +94,11 @@ def _cut_texts(window: Any) -> list[str]:
         elif w.width() < w.minimumSizeHint().width():
             cut.append(f"{type(w).__name__} {w.text()!r}: {w.width()}px < "
                        f"{w.minimumSizeHint().width()}px")
+    for edit in page.findChildren(QLineEdit):  # a hint in an empty field, read whole
+        hint = edit.placeholderText()
+        if edit.isVisible() and hint and not edit.text() and \
+                edit.fontMetrics().horizontalAdvance(hint) > edit.contentsRect().width() - 8:
+            cut.append(f"QLineEdit hint {hint!r}: {edit.contentsRect().width()}px")
     for area in page.findChildren(QScrollArea):  # wider than the window: its right side
         bar = area.horizontalScrollBar()        # (buttons, figures) is out of sight
         if area.isVisible() and bar.maximum() > 0:
@@ -215,3 +220,14 @@ def test_the_calibration_line_says_one_run_not_1_runs(make_window: Any, rig: Inv
             plan, calibration=MachineCorrection(runs=runs, scope="model"),
             raw_predicted=plan.predicted))
         assert window.plan.calibration_label.text().startswith(words)
+
+
+def test_a_new_api_key_is_shown_from_its_start(make_window: Any, rig: Inventory) -> None:
+    window = make_window(rig)
+    window.resize(window.minimumSize())
+    window.show_page("server")
+    page = window.server
+    page.lan.setChecked(True)  # other devices: a key is made at once
+    assert page.key.text().startswith("sk-loadout-") and page.key.cursorPosition() == 0
+    page.new_key_button.click()
+    assert page.key.cursorPosition() == 0
