@@ -1746,6 +1746,10 @@
         <translation>⚠ 无法作为模型读取</translation>
     </message>
     <message>
+        <source>opened from {folder}</source>
+        <translation>打开自 {folder}</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已选择：{name}</translation>
     </message>

@@ -1746,6 +1746,10 @@
         <translation>⚠ 無法作為模型讀取</translation>
     </message>
     <message>
+        <source>opened from {folder}</source>
+        <translation>開啟自 {folder}</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已選擇：{name}</translation>
     </message>

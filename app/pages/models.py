@@ -82,6 +82,7 @@ class ModelsPage(QWidget):
         self._runner = runner
         self.demo_path = demo_path
         self.entries: tuple[Any, ...] = ()
+        self.opened: list[Path] = []  # models read from elsewhere (Open…) in this session
         self.wizard: ModelWizard | None = None
         self._scanning = False
         self.title = QLabel()
@@ -184,6 +185,15 @@ class ModelsPage(QWidget):
             if entry.error:  # listed (it is there), but marked before anyone picks it
                 item.setForeground(QColor(warning_color()))
             self.list.addItem(item)
+        listed = {str(e.path) for e in self.entries}
+        for path in self.opened:
+            if str(path) in listed:
+                continue
+            item = QListWidgetItem(" · ".join([path.name, fmt_bytes(_size(path)), self.tr(
+                "opened from {folder}").format(folder=path.parent)]))
+            item.setToolTip(str(path))
+            item.setData(PATH_ROLE, str(path))
+            self.list.addItem(item)
         for row in range(self.list.count()):
             if self.list.item(row).data(PATH_ROLE) == keep:
                 self.list.setCurrentRow(row)
@@ -195,9 +205,20 @@ class ModelsPage(QWidget):
 
     def _update_selected(self) -> None:
         path = self._state.model_path
+        if path is not None and not self._listed(Path(path)):  # read from elsewhere: list it
+            self.opened.append(Path(path))
+            self.refresh()
+            return
+        for row in range(self.list.count()):  # the list shows which one is selected
+            if path is not None and self.list.item(row).data(PATH_ROLE) == str(path):
+                self.list.setCurrentRow(row)
         self.selected.setText(
             self.tr("Selected: {name}").format(name=path.name) if path
             else self.tr("No model selected."))
+
+    def _listed(self, path: Path) -> bool:
+        return any(self.list.item(row).data(PATH_ROLE) == str(path)
+                   for row in range(self.list.count()))
 
     def open_wizard(self, catalog_file: Path | None = None) -> ModelWizard:
         """Show the model wizard (the same one again, so a paused download can resume).

@@ -139,3 +139,19 @@ def test_choosing_dark_in_settings_darkens_the_window(make_window: Any, rig: Inv
     combo.setCurrentIndex(combo.findData("dark"))
     assert is_dark()
     assert window.palette().window().color().lightness() < light - 100
+
+
+def test_a_model_opened_from_elsewhere_is_listed_on_the_models_page(
+        make_window: Any, rig: Inventory, tmp_path: Path, qtbot: Any) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    opened = write_llama(tmp_path / "elsewhere" / "mine.gguf", header_only=True)
+    window = make_window(rig)
+    qtbot.waitUntil(lambda: not window.models._scanning, timeout=10000)
+    with qtbot.waitSignal(window.state.sig_model_changed, timeout=20000):
+        window.select_model(opened)  # what "Open a .gguf file…" does
+    texts = [window.models.list.item(i).text() for i in range(window.models.list.count())]
+    assert texts[-1].startswith("mine.gguf") and f"opened from {opened.parent}" in texts[-1]
+    assert window.models.list.currentItem().text() == texts[-1]
+    window.models.scan()  # looking again keeps it
+    qtbot.waitUntil(lambda: not window.models._scanning, timeout=10000)
+    assert window.models.list.item(window.models.list.count() - 1).text() == texts[-1]
