@@ -1332,6 +1332,14 @@
         <translation>用一个小模型运行约一分钟，让速度预测学习本机</translation>
     </message>
     <message>
+        <source>Stop</source>
+        <translation type="unfinished">停止</translation>
+    </message>
+    <message>
+        <source>Stop measuring (the runs it already made still count)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>GPUs</source>
         <translation>GPU</translation>
     </message>
@@ -1432,8 +1440,16 @@
         <translation>正在测量本机：加载小模型…</translation>
     </message>
     <message>
+        <source>Stopping the measurement…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…</source>
         <translation>正在测量本机：第 {run} 次运行，解码 {decode} t/s，预填充 {prefill} t/s…</translation>
+    </message>
+    <message>
+        <source>Measuring stopped.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated on {runs} runs on this machine.</source>

@@ -1332,6 +1332,14 @@
         <translation>用一個小模型執行約一分鐘，讓速度預測學習本機</translation>
     </message>
     <message>
+        <source>Stop</source>
+        <translation type="unfinished">停止</translation>
+    </message>
+    <message>
+        <source>Stop measuring (the runs it already made still count)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>GPUs</source>
         <translation>GPU</translation>
     </message>
@@ -1432,8 +1440,16 @@
         <translation>正在測量本機：載入小模型…</translation>
     </message>
     <message>
+        <source>Stopping the measurement…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…</source>
         <translation>正在測量本機：第 {run} 次執行，解碼 {decode} t/s，預填充 {prefill} t/s…</translation>
+    </message>
+    <message>
+        <source>Measuring stopped.</source>
+        <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated on {runs} runs on this machine.</source>
