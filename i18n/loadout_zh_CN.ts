@@ -1333,11 +1333,11 @@
     </message>
     <message>
         <source>Stop</source>
-        <translation type="unfinished">停止</translation>
+        <translation>停止</translation>
     </message>
     <message>
         <source>Stop measuring (the runs it already made still count)</source>
-        <translation type="unfinished"></translation>
+        <translation>停止测量（已完成的运行仍然计入）</translation>
     </message>
     <message>
         <source>GPUs</source>
@@ -1441,7 +1441,7 @@
     </message>
     <message>
         <source>Stopping the measurement…</source>
-        <translation type="unfinished"></translation>
+        <translation>正在停止测量…</translation>
     </message>
     <message>
         <source>Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…</source>
@@ -1449,7 +1449,7 @@
     </message>
     <message>
         <source>Measuring stopped.</source>
-        <translation type="unfinished"></translation>
+        <translation>测量已停止。</translation>
     </message>
     <message>
         <source>Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated on {runs} runs on this machine.</source>
