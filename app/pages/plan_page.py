@@ -324,8 +324,12 @@ class PlanPage(QWidget):
         if inventory is None or profile is None or request is None:
             return
 
-        def advice_job(_job: Job) -> Plan:
-            return run_advice(inventory, profile, request)
+        own_machine = self._state.whatif is None
+
+        def advice_job(_job: Job) -> Plan:  # on this machine's runs, as the plan itself
+            asked = dataclasses.replace(request, machine_runs=run_records.samples()) \
+                if own_machine else request
+            return run_advice(inventory, profile, asked)
 
         self._runner.submit("advice", advice_job,
                             lambda full: self._on_advice_done(request, full))
