@@ -79,6 +79,10 @@
         <translation>一张图片</translation>
     </message>
     <message>
+        <source>{model} does not read images, so the question was not sent. Remove the pictures to ask it, or load a model that reads images (the Models page marks them).</source>
+        <translation>{model} 不能读取图片，因此问题没有发送。去掉图片即可提问，或加载一个能读取图片的模型（“模型”页会标出）。</translation>
+    </message>
+    <message>
         <source>Last answer: {figures}</source>
         <translation>上一个回答：{figures}</translation>
     </message>

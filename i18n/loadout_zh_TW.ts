@@ -79,6 +79,10 @@
         <translation>一張圖片</translation>
     </message>
     <message>
+        <source>{model} does not read images, so the question was not sent. Remove the pictures to ask it, or load a model that reads images (the Models page marks them).</source>
+        <translation>{model} 不能讀取圖片，因此問題沒有傳送。移除圖片即可提問，或載入一個能讀取圖片的模型（「模型」頁會標出）。</translation>
+    </message>
+    <message>
         <source>Last answer: {figures}</source>
         <translation>上一個回答：{figures}</translation>
     </message>

@@ -97,6 +97,7 @@ class ChatPage(QWidget):
         self._waiting: int | None = None  # the conversation whose question waits
         self.load_expected = False  # a load is on its way (the plan is being made)
         self.refusal = ""  # why the last load asked for was not started ("": none)
+        self.send_note = ""  # why the last question was not sent ("": it was)
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
@@ -242,6 +243,7 @@ class ChatPage(QWidget):
         self._refresh_settings_title()
         self.messages = self.store.messages(conversation_id) if conversation_id else []
         self.last_error = ""
+        self.send_note = ""
         last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
         self._show_footer(last.timings if last else {})
         self._render()
@@ -315,6 +317,10 @@ class ChatPage(QWidget):
         if (not question and not self.attachments.images) or self.streamer.busy \
                 or self._waiting is not None:
             return False
+        self.send_note = self._image_refusal()
+        if self.send_note:  # the question and its pictures stay where they are
+            self._render()
+            return False
         if self.conversation_id is None:
             title = " ".join(question.split())[:TITLE_CHARS] or self.tr("An image")
             self.conversation_id = self.store.create(
@@ -336,6 +342,17 @@ class ChatPage(QWidget):
         if self._engine.state != "loading" and not self.load_expected:
             self.sig_load_wanted.emit()
         return True
+
+    def _image_refusal(self) -> str:
+        """Why the pictures attached cannot go with the question ("" when they can): the
+        model loaded reads no images (it has no vision projector)."""
+        spec = self._engine.spec
+        if not self.attachments.images or self._engine.state != "ready" or spec is None \
+                or spec.mmproj_path:
+            return ""
+        return self.tr("{model} does not read images, so the question was not sent. Remove "
+                       "the pictures to ask it, or load a model that reads images (the "
+                       "Models page marks them).").format(model=Path(spec.model_path).name)
 
     @property
     def waiting(self) -> bool:
@@ -495,6 +512,8 @@ class ChatPage(QWidget):
                                ).format(why=_escaped(self.refusal))
         elif self.refusal:
             note = _escaped(self.refusal)
+        elif self.send_note:
+            note = _escaped(self.send_note)
         self.transcript.show_messages(self.messages, self.last_error, note)
 
     def _render_streaming(self) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import QBuffer, QByteArray
+from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
@@ -325,6 +327,33 @@ def test_switching_conversation_mid_answer_stops_it_and_keeps_each_apart(window:
     stored = chat.store.messages(second)
     assert stored[-1].finish_reason == "cancelled" and stored[-1].content
 
+
+def test_a_picture_for_a_model_without_a_projector_is_not_sent_and_says_why(
+        window: Any) -> None:
+    from app.chat_images import ImageFile
+
+    chat = window.chat
+    window.show_page("chat")
+    chat.new_conversation()
+    assert window.engine.state == "ready" and not window.engine.spec.mmproj_path
+    png = QImage(8, 8, QImage.Format.Format_RGB32)
+    png.fill(0xFF0000)
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QBuffer.OpenModeFlag.WriteOnly)
+    png.save(buffer, "PNG")
+    chat.attachments.add([ImageFile("image/png", bytes(data.data()))])
+    chat.input.setPlainText("What colour is this?")
+    assert not chat.send()
+    assert chat.input.toPlainText() == "What colour is this?"  # nothing lost
+    assert len(chat.attachments.images) == 1 and chat.conversation_id is None
+    text = chat.transcript_text()
+    assert "does not read images, so the question was not sent" in text
+    assert "Remove the pictures" in text
+    chat.attachments.clear()  # without the picture it goes
+    assert chat.send()
+    wait_until(lambda: not chat.streamer.busy, 120, "the answer")
+    assert "does not read images" not in chat.transcript_text()
 
 def test_unloading_mid_answer_ends_it_as_stopped_not_as_failed(window: Any) -> None:
     # (last here: it unloads the module's engine)
