@@ -350,6 +350,10 @@ class ChatPage(QWidget):
         if not self.attachments.images or self._engine.state != "ready" or spec is None \
                 or spec.mmproj_path:
             return ""
+        from engine.models import paired_projector
+
+        if paired_projector(Path(spec.model_path)) is not None:  # the engine loads it
+            return ""
         return self.tr("{model} does not read images, so the question was not sent. Remove "
                        "the pictures to ask it, or load a model that reads images (the "
                        "Models page marks them).").format(model=Path(spec.model_path).name)
