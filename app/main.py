@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any, cast
 
 import psutil
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: AppSettings | None = None,
                  switcher: LanguageSwitcher | None = None, detect: bool = True) -> None:
         super().__init__()
+        self._status_message: tuple[str, float] = ("", 0.0)  # shown until (monotonic s)
         services.warm_up()
         self.state = AppState(settings if settings is not None else load_settings(), self)
         self.errors = ErrorReporter(self)
@@ -325,7 +327,8 @@ class MainWindow(QMainWindow):
 
     def show_status_message(self, message: str, timeout_ms: int = 10000) -> None:
         """Show ``message`` in the status bar, cut to the room the permanent figures
-        leave (the whole of it in the tooltip)."""
+        leave (the whole of it in the tooltip; cut again when the window is resized)."""
+        self._status_message = (message, time.monotonic() + timeout_ms / 1000)
         bar = self.statusBar()
         taken = sum(w.width() + 8 for w in (self.load_progress, self.status_engine,
                                             self.status_model, self.status_decode,
@@ -335,6 +338,13 @@ class MainWindow(QMainWindow):
         bar.showMessage(bar.fontMetrics().elidedText(
             " ".join(message.split()), Qt.TextElideMode.ElideRight, room), timeout_ms)
         bar.setToolTip(message)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        message, until = self._status_message
+        left_ms = int((until - time.monotonic()) * 1000)
+        if message and left_ms > 0 and self.statusBar().currentMessage():
+            self.show_status_message(message, left_ms)
 
     def retry_safer(self) -> None:
         """Load again after a crash, with a safer plan."""

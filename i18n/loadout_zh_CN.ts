@@ -96,7 +96,7 @@
     </message>
     <message>
         <source>Your question waits, but no model is loading. {why} It is answered as soon as a model is loaded; Stop withdraws it.</source>
-        <translation>你的问题在等待，但没有模型正在加载。{why} 一旦有模型加载完成就会回答；点“停止”可撤回问题。</translation>
+        <translation>你的问题在等待，但没有模型正在加载。{why}一旦有模型加载完成就会回答；点“停止”可撤回问题。</translation>
     </message>
     <message>
         <source>Preparing the model…</source>
@@ -1468,7 +1468,7 @@
     <name>LoadRefusal</name>
     <message>
         <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
-        <translation>未加载 {name}：本机内存放不下它。{why} 请在“模型”页选择更小的模型或量化版本，或在“计划”页选择更短的上下文。</translation>
+        <translation>未加载 {name}：本机内存放不下它。{why}请在“模型”页选择更小的模型或量化版本，或在“计划”页选择更短的上下文。</translation>
     </message>
     <message>
         <source>{name} was not loaded: its plan is for the what-if rig. Go back to this machine on the Plan page to load it.</source>

@@ -96,7 +96,7 @@
     </message>
     <message>
         <source>Your question waits, but no model is loading. {why} It is answered as soon as a model is loaded; Stop withdraws it.</source>
-        <translation>你的問題在等待，但沒有模型正在載入。{why} 一旦有模型載入完成就會回答；按「停止」可撤回問題。</translation>
+        <translation>你的問題在等待，但沒有模型正在載入。{why}一旦有模型載入完成就會回答；按「停止」可撤回問題。</translation>
     </message>
     <message>
         <source>Preparing the model…</source>
@@ -1468,7 +1468,7 @@
     <name>LoadRefusal</name>
     <message>
         <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
-        <translation>未載入 {name}：本機記憶體放不下它。{why} 請在「模型」頁選擇更小的模型或量化版本，或在「計畫」頁選擇更短的上下文。</translation>
+        <translation>未載入 {name}：本機記憶體放不下它。{why}請在「模型」頁選擇更小的模型或量化版本，或在「計畫」頁選擇更短的上下文。</translation>
     </message>
     <message>
         <source>{name} was not loaded: its plan is for the what-if rig. Go back to this machine on the Plan page to load it.</source>

@@ -162,6 +162,14 @@ def test_a_question_for_a_model_too_big_for_this_machine_says_why_it_is_not_load
     assert "Preparing" not in window.status_engine.text()
     assert window.statusBar().currentMessage().startswith(big.name)
     assert "Models page" in window.statusBar().toolTip()
+    window.resize(window.minimumSize())  # cut again to the room left: never under the figures
+    pump(50)
+    bar, metrics = window.statusBar(), window.statusBar().fontMetrics()
+    figures = sum(w.width() for w in (window.status_engine, window.status_model,
+                                      window.status_decode, window.status_vram,
+                                      window.status_ram))
+    assert bar.currentMessage().startswith(big.name)
+    assert metrics.horizontalAdvance(bar.currentMessage()) + figures <= bar.width()
     assert window.current_page() == "plan"
     assert "cannot be loaded" in window.plan.fit_label.text()
     assert not window.load_progress.isVisible()
