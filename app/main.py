@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any, cast
 
 import psutil
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QResizeEvent, QShortcut
+from PySide6.QtGui import QCloseEvent, QIcon, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QHBoxLayout,
@@ -43,6 +42,7 @@ from app.pages.server_page import ServerPage
 from app.pages.settings_page import SettingsPage
 from app.settings_store import AppSettings, load_settings
 from app.state import AppState
+from app.status_message import StatusMessage
 from app.termination import quit_on_termination
 from app.theme import apply_theme
 from app.ui_probe import start_if_asked
@@ -93,7 +93,6 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: AppSettings | None = None,
                  switcher: LanguageSwitcher | None = None, detect: bool = True) -> None:
         super().__init__()
-        self._status_message: tuple[str, float] = ("", 0.0)  # shown until (monotonic s)
         services.warm_up()
         self.state = AppState(settings if settings is not None else load_settings(), self)
         self.errors = ErrorReporter(self)
@@ -184,9 +183,10 @@ class MainWindow(QMainWindow):
         self.chat.sig_load_wanted.connect(self._on_chat_load_wanted)
         self.state.sig_model_changed.connect(self._update_status)
         self.state.sig_detected_changed.connect(self._update_status)
+        self.status_message = StatusMessage(self.statusBar(), (
+            self.load_progress, self.status_engine, self.status_model, self.status_decode,
+            self.status_vram, self.status_ram))
         self.errors.sig_error_reported.connect(self.show_status_message)
-        self.statusBar().messageChanged.connect(
-            lambda text: None if text else self.statusBar().setToolTip(""))
         self.show_page("home")
         self.retranslate()
         self._selected_at_start: Path | None = None
@@ -326,25 +326,8 @@ class MainWindow(QMainWindow):
             self.show_page("plan")  # its memory map and reasons say the rest
 
     def show_status_message(self, message: str, timeout_ms: int = 10000) -> None:
-        """Show ``message`` in the status bar, cut to the room the permanent figures
-        leave (the whole of it in the tooltip; cut again when the window is resized)."""
-        self._status_message = (message, time.monotonic() + timeout_ms / 1000)
-        bar = self.statusBar()
-        taken = sum(w.width() + 8 for w in (self.load_progress, self.status_engine,
-                                            self.status_model, self.status_decode,
-                                            self.status_vram, self.status_ram)
-                    if w.isVisible())
-        room = max(bar.width() - taken - 24, bar.fontMetrics().horizontalAdvance("M") * 8)
-        bar.showMessage(bar.fontMetrics().elidedText(
-            " ".join(message.split()), Qt.TextElideMode.ElideRight, room), timeout_ms)
-        bar.setToolTip(message)
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        message, until = self._status_message
-        left_ms = int((until - time.monotonic()) * 1000)
-        if message and left_ms > 0 and self.statusBar().currentMessage():
-            self.show_status_message(message, left_ms)
+        """Show ``message`` in the status bar (:class:`app.status_message.StatusMessage`)."""
+        self.status_message.show(message, timeout_ms)
 
     def retry_safer(self) -> None:
         """Load again after a crash, with a safer plan."""
