@@ -44,7 +44,9 @@ class EngineControl(QObject):
         request: the Request the plan shown was made for.
 
     Signals:
-        sig_load_refused(str): nothing to load yet (no model or no plan).
+        sig_load_refused(str): a load was asked for and not started, with why:
+            ``no_plan`` (no model or no plan yet), ``does_not_fit`` (its plan says the
+            model does not fit this machine) or ``whatif`` (the plan is for a what-if rig).
         sig_engine_failed(str, object, tuple): the engine died: its last log lines, its
             exit code, and the RPC workers it lost (empty when it did not die of that).
     """
@@ -71,13 +73,26 @@ class EngineControl(QObject):
         self._death_log = ""
 
     def load_plan(self) -> bool:
-        """Start the engine with the plan shown for the selected model."""
+        """Start the engine with the plan shown for the selected model; False (and
+        ``sig_load_refused`` says why) when that plan cannot be loaded here."""
         path, plan = self._state.model_path, self._state.plan
-        if path is None or plan is None:
-            self.sig_load_refused.emit("no_plan")
+        refused = self.refusal()
+        if refused is not None or path is None or plan is None:
+            self.sig_load_refused.emit(refused or "no_plan")
             return False
         self.load(path, launch_spec_from_plan(path, plan), self._request())
         return True
+
+    def refusal(self) -> str | None:
+        """Why the plan shown cannot be loaded (a ``sig_load_refused`` code), else None."""
+        plan = self._state.plan
+        if self._state.model_path is None or plan is None:
+            return "no_plan"
+        if self._state.whatif is not None:  # planned for hardware that is not here
+            return "whatif"
+        if not getattr(plan, "fits", True):  # llama.cpp would run out of memory
+            return "does_not_fit"
+        return None
 
     def load(self, path: Path, spec: LaunchSpec, request: Request | None = None) -> None:
         """Start the engine on ``path`` carrying out ``spec`` (planned for ``request``)."""

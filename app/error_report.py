@@ -12,6 +12,7 @@ import logging
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from app.errors import ModelFileError
 from app.texts import QT_TRANSLATE_NOOP
 from engine.errors import EngineError, ModelNotFoundError, OutOfMemoryError
 from planner.errors import GGUFError, InventoryError, PlannerError, UnsupportedModelError
@@ -19,6 +20,10 @@ from planner.errors import GGUFError, InventoryError, PlannerError, UnsupportedM
 log = logging.getLogger(__name__)
 
 
+_MODEL_FILE = QT_TRANSLATE_NOOP(
+    "ErrorReporter", "{name} cannot be read as a GGUF model ({detail}). If it was "
+    "downloaded, it may be incomplete: download it again. Otherwise open a .gguf model "
+    "file (for a model split in parts, its first part).")
 _MESSAGES: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ((ModelNotFoundError,), QT_TRANSLATE_NOOP(
         "ErrorReporter", "The model file could not be found: {detail}")),
@@ -36,7 +41,7 @@ _MESSAGES: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
 )
 _OTHER = QT_TRANSLATE_NOOP("ErrorReporter", "Something went wrong ({kind}): {detail}")
 _TITLE = QT_TRANSLATE_NOOP("ErrorReporter", "Loadout: something went wrong")
-_SEE_LOG = QT_TRANSLATE_NOOP("ErrorReporter", "Details are in the log file.")
+_SEE_LOG = QT_TRANSLATE_NOOP("ErrorReporter", "Details are in the log file, in {folder}")
 
 
 def _tr(text: str) -> str:
@@ -46,10 +51,23 @@ def _tr(text: str) -> str:
 def readable_message(exc: BaseException) -> str:
     """A sentence a user can act on, for any exception a job may raise."""
     detail = str(exc) or type(exc).__name__
+    if isinstance(exc, ModelFileError):
+        return _tr(_MODEL_FILE).format(name=exc.path.name, detail=exc.detail)
     for kinds, text in _MESSAGES:
         if isinstance(exc, kinds):
             return _tr(text).format(detail=detail)
     return _tr(_OTHER).format(kind=type(exc).__name__, detail=detail)
+
+
+def _log_folder() -> str:
+    """Where the log file is (Settings links it too)."""
+    from engine.paths import paths
+
+    try:
+        return str(paths().logs)
+    except Exception:  # the message must show whatever the folder's state
+        log.exception("the log folder is unknown")
+        return "?"
 
 
 class ErrorReporter(QObject):
@@ -84,7 +102,7 @@ class ErrorReporter(QObject):
             self._box.setStandardButtons(QMessageBox.StandardButton.Close)
         self._box.setWindowTitle(_tr(_TITLE))
         self._box.setText(message)
-        self._box.setInformativeText(_tr(_SEE_LOG))
+        self._box.setInformativeText(_tr(_SEE_LOG).format(folder=_log_folder()))
         self._box.open()  # non-blocking: workers and timers keep running
 
     def close(self) -> None:

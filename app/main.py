@@ -30,8 +30,10 @@ from app.cluster_control import ClusterControl
 from app.engine_control import EngineControl
 from app.engine_launch import Binding
 from app.error_report import ErrorReporter
+from app.errors import ModelFileError
 from app.formatting import fmt_bytes, fmt_tps
 from app.i18n import LanguageSwitcher, system_language
+from app.load_refusal import refusal_text
 from app.pages.chat_page import ChatPage
 from app.pages.home import HomePage
 from app.pages.models import ModelsPage
@@ -40,12 +42,15 @@ from app.pages.server_page import ServerPage
 from app.pages.settings_page import SettingsPage
 from app.settings_store import AppSettings, load_settings
 from app.state import AppState
+from app.status_message import StatusMessage
 from app.termination import quit_on_termination
 from app.theme import apply_theme
 from app.ui_probe import start_if_asked
+from app.widgets.elided_label import ElidedLabel
 from app.widgets.engine_banner import EngineBanner
 from app.workers import Job, WorkerRunner
 from engine import engine_select
+from planner.errors import GGUFError
 from planner.inventory import Inventory
 from planner.plan_types import Plan
 from planner.profile import ModelProfile
@@ -140,7 +145,7 @@ class MainWindow(QMainWindow):
         layout.addLayout(column, 1)
         self.setCentralWidget(central)
 
-        self.status_engine, self.status_model = QLabel(), QLabel()
+        self.status_engine, self.status_model = QLabel(), ElidedLabel()  # a long file name
         self.load_progress = QProgressBar()
         self.load_progress.setObjectName("loadProgress")
         self.load_progress.setRange(0, 100)
@@ -167,18 +172,21 @@ class MainWindow(QMainWindow):
         self.plan.sig_plan_shown.connect(self._on_plan_shown)
         self.settings_page.sig_settings_edited.connect(self._on_settings_edited)
         self.plan.sig_load_requested.connect(self.load_plan)
-        self.plan.sig_unload_requested.connect(self.control.unload)
+        self.plan.sig_unload_requested.connect(self._on_unload_requested)
         self.banner.sig_retry_requested.connect(self.retry_safer)
         self.banner.sig_replan_requested.connect(self.replan_without)
         self.engine.sig_state_changed.connect(self._on_engine_state)
         self.engine.sig_load_progressed.connect(self._on_engine_progress)
         self.control.sig_engine_failed.connect(self.banner.show_death)
+        self.control.sig_load_refused.connect(self._on_load_refused)
         self.chat.sig_answer_speed_changed.connect(self._on_chat_answer_speed)
         self.chat.sig_load_wanted.connect(self._on_chat_load_wanted)
         self.state.sig_model_changed.connect(self._update_status)
         self.state.sig_detected_changed.connect(self._update_status)
-        self.errors.sig_error_reported.connect(
-            lambda msg: self.statusBar().showMessage(msg, 10000))
+        self.status_message = StatusMessage(self.statusBar(), (
+            self.load_progress, self.status_engine, self.status_model, self.status_decode,
+            self.status_vram, self.status_ram))
+        self.errors.sig_error_reported.connect(self.show_status_message)
         self.show_page("home")
         self.retranslate()
         self._selected_at_start: Path | None = None
@@ -232,7 +240,11 @@ class MainWindow(QMainWindow):
         target = Path(path)
 
         def read(_job: Job) -> object:
-            return services.read_profile(target), services.read_projector(target)
+            try:
+                profile = services.read_profile(target)
+            except GGUFError as exc:  # the message names the file and what to do
+                raise ModelFileError(target, str(exc)) from exc
+            return profile, services.read_projector(target)
 
         self.plan.set_busy(True)
         self.runner.submit("profile", read,
@@ -271,9 +283,11 @@ class MainWindow(QMainWindow):
             self.banner.hide()  # what it said is history: the engine loads again
             return
         path = self.state.model_path or self.startup_model()
-        if path is not None:
-            self._expect_load()
-            self.load_and_chat(path)
+        if path is None:
+            self.load_plan()  # nothing to load: it says so
+            return
+        self._expect_load()
+        self.load_and_chat(path)
 
     def load_and_chat(self, path: Path) -> None:
         """Select ``path``, load it with its plan as soon as that is shown, open the chat."""
@@ -285,19 +299,35 @@ class MainWindow(QMainWindow):
         if target is None or self.state.model_path != target:
             return
         self._chat_after_plan = None
-        if plan.fits:
-            self.load_plan()
+        if self.load_plan():
             self.show_page("chat")
-        else:
-            self.chat.set_load_expected(False)
-            self._on_engine_state(self.engine.state)
-            self.show_page("plan")  # it says why it does not fit
 
-    def load_plan(self) -> None:
-        """Start the engine with the plan shown (the Plan page's Load button)."""
+    def load_plan(self) -> bool:
+        """Start the engine with the plan shown (the Plan page's Load button); False when
+        it cannot be loaded (:meth:`_on_load_refused` says why, and what to do)."""
         self.banner.hide()
-        if self.control.load_plan() and self.state.model_path is not None:
+        if not self.control.load_plan():
+            return False
+        if self.state.model_path is not None:
             self.state.remember_model(Path(self.state.model_path))
+        return True
+
+    def _on_load_refused(self, reason: str) -> None:
+        """A load was asked for (a question, Load and chat, Load) and not started: say
+        why and what to do, in the status bar and on the Chat page; a plan that does not
+        fit is shown with its reasons."""
+        self._chat_after_plan = None
+        path = self.state.model_path
+        message = refusal_text(reason, path.name if path is not None else "", self.state.plan)
+        self.chat.set_load_refused(message)
+        self._on_engine_state(self.engine.state)
+        self.show_status_message(message, 30000)
+        if reason == "does_not_fit":
+            self.show_page("plan")  # its memory map and reasons say the rest
+
+    def show_status_message(self, message: str, timeout_ms: int = 10000) -> None:
+        """Show ``message`` in the status bar (:class:`app.status_message.StatusMessage`)."""
+        self.status_message.show(message, timeout_ms)
 
     def retry_safer(self) -> None:
         """Load again after a crash, with a safer plan."""
@@ -309,6 +339,10 @@ class MainWindow(QMainWindow):
         self.banner.hide()
         self.cluster.leave_out(workers)
         self.show_page("plan")
+
+    def _on_unload_requested(self) -> None:
+        self.chat.streamer.stop()  # an answer streaming ends as stopped, not as failed
+        self.control.unload()
 
     def _serving_binding(self) -> Binding:
         return self.server.binding()

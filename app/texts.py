@@ -312,3 +312,15 @@ def plan_roles(plan: Plan | None) -> dict[int, tuple[str, str]]:
         return {}
     return {r.gpu: (r.role.value, code_sentence(r.reason.value) if r.reason else "")
             for r in plan.roles}
+
+
+# The most telling reason first: what the user must change differs for each.
+_FIT_REASONS = ("model_larger_than_memory", "override_does_not_fit", "no_disk",
+                "context_does_not_fit", "does_not_fit")
+
+
+def fit_reason(plan: Plan) -> str:
+    """Why ``plan`` does not fit, as one sentence (its most telling reason code)."""
+    codes = [getattr(r, "value", str(r)) for r in plan.reasons]
+    code = next((c for c in _FIT_REASONS if c in codes), "does_not_fit")
+    return code_sentence(code)

@@ -154,6 +154,16 @@ class WorkerRunner(QObject):
         lanes = [self._lanes.get(lane, _Lane())] if lane else list(self._lanes.values())
         return any(s.running is not None or s.pending is not None for s in lanes)
 
+    def cancel(self, lane: str) -> None:
+        """Ask the job running in ``lane`` to stop (it ends with its result, typically
+        None) and drop the one waiting there."""
+        state = self._lanes.get(lane)
+        if state is None:
+            return
+        state.pending = None
+        if state.job is not None:
+            state.job.cancel()
+
     def report_error(self, exc: BaseException) -> None:
         """Send an error raised on the UI thread to the same handler as job failures."""
         self._on_error(exc)

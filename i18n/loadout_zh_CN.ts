@@ -47,10 +47,6 @@
         <translation>模型加载中…</translation>
     </message>
     <message>
-        <source>Ready</source>
-        <translation>就绪</translation>
-    </message>
-    <message>
         <source>Unloading…</source>
         <translation>正在卸载…</translation>
     </message>
@@ -83,6 +79,10 @@
         <translation>一张图片</translation>
     </message>
     <message>
+        <source>{model} does not read images, so the question was not sent. Remove the pictures to ask it, or load a model that reads images (the Models page marks them).</source>
+        <translation>{model} 不能读取图片，因此问题没有发送。去掉图片即可提问，或加载一个能读取图片的模型（“模型”页会标出）。</translation>
+    </message>
+    <message>
         <source>Last answer: {figures}</source>
         <translation>上一个回答：{figures}</translation>
     </message>
@@ -95,12 +95,24 @@
         <translation>你的问题正在等待：引擎已停止（见上方消息）。加载一个模型即可得到回答。</translation>
     </message>
     <message>
+        <source>Your question waits, but no model is loading. {why} It is answered as soon as a model is loaded; Stop withdraws it.</source>
+        <translation>你的问题在等待，但没有模型正在加载。{why}一旦有模型加载完成就会回答；点“停止”可撤回问题。</translation>
+    </message>
+    <message>
         <source>Preparing the model…</source>
         <translation>正在准备模型…</translation>
     </message>
     <message>
+        <source>Not loaded: the reason is below</source>
+        <translation>未加载：原因见下方</translation>
+    </message>
+    <message>
         <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
         <translation>未加载模型：提问即可加载上次的模型，或在“计划”页加载一个。</translation>
+    </message>
+    <message>
+        <source>Ready: {model} answers</source>
+        <translation>就绪：由 {model} 回答</translation>
     </message>
     <message>
         <source>System prompt</source>
@@ -1203,12 +1215,12 @@
         <translation>此安装只有一个引擎版本，且无法加载：{error}</translation>
     </message>
     <message>
-        <source>with GPU offload</source>
-        <translation>支持 GPU 卸载</translation>
+        <source>with GPU offload to {gpus}</source>
+        <translation>支持卸载到 GPU（{gpus}）</translation>
     </message>
     <message>
-        <source>CPU only, without GPU offload</source>
-        <translation>仅 CPU，不支持 GPU 卸载</translation>
+        <source>which finds no GPU here: models run on the CPU</source>
+        <translation>在本机上找不到 GPU：模型在 CPU 上运行</translation>
     </message>
     <message>
         <source>This installation has one engine build: llama.cpp through llama-cpp-python {version}, {offload}.</source>
@@ -1221,6 +1233,10 @@
 </context>
 <context>
     <name>ErrorReporter</name>
+    <message>
+        <source>{name} cannot be read as a GGUF model ({detail}). If it was downloaded, it may be incomplete: download it again. Otherwise open a .gguf model file (for a model split in parts, its first part).</source>
+        <translation>无法将 {name} 读取为 GGUF 模型（{detail}）。如果它是下载的，可能没有下载完整：请重新下载。否则请打开一个 .gguf 模型文件（分成多个部分的模型请打开第一部分）。</translation>
+    </message>
     <message>
         <source>The model file could not be found: {detail}</source>
         <translation>找不到模型文件：{detail}</translation>
@@ -1262,8 +1278,8 @@
         <translation>Loadout：出错了</translation>
     </message>
     <message>
-        <source>Details are in the log file.</source>
-        <translation>详细信息见日志文件。</translation>
+        <source>Details are in the log file, in {folder}</source>
+        <translation>详细信息见日志文件，位于 {folder}</translation>
     </message>
 </context>
 <context>
@@ -1318,6 +1334,14 @@
     <message>
         <source>Run a small model for about a minute, so that speed predictions learn this machine</source>
         <translation>用一个小模型运行约一分钟，让速度预测学习本机</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Stop measuring (the runs it already made still count)</source>
+        <translation>停止测量（已完成的运行仍然计入）</translation>
     </message>
     <message>
         <source>GPUs</source>
@@ -1420,8 +1444,16 @@
         <translation>正在测量本机：加载小模型…</translation>
     </message>
     <message>
+        <source>Stopping the measurement…</source>
+        <translation>正在停止测量…</translation>
+    </message>
+    <message>
         <source>Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…</source>
         <translation>正在测量本机：第 {run} 次运行，解码 {decode} t/s，预填充 {prefill} t/s…</translation>
+    </message>
+    <message>
+        <source>Measuring stopped.</source>
+        <translation>测量已停止。</translation>
     </message>
     <message>
         <source>Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated on {runs} runs on this machine.</source>
@@ -1430,6 +1462,21 @@
     <message>
         <source>Measuring failed: {error}</source>
         <translation>测量失败：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>LoadRefusal</name>
+    <message>
+        <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
+        <translation>未加载 {name}：本机内存放不下它。{why}请在“模型”页选择更小的模型或量化版本，或在“计划”页选择更短的上下文。</translation>
+    </message>
+    <message>
+        <source>{name} was not loaded: its plan is for the what-if rig. Go back to this machine on the Plan page to load it.</source>
+        <translation>未加载 {name}：它的计划针对假设的配置。请在“计划”页回到本机后再加载。</translation>
+    </message>
+    <message>
+        <source>No model to load yet: choose one on the Models page (or the demo model); it loads once its plan is made.</source>
+        <translation>还没有可加载的模型：请在“模型”页选择一个（或演示模型）；计划做好后就会加载。</translation>
     </message>
 </context>
 <context>
@@ -1715,6 +1762,14 @@
         <translation>可读图片</translation>
     </message>
     <message>
+        <source>⚠ cannot be read as a model</source>
+        <translation>⚠ 无法作为模型读取</translation>
+    </message>
+    <message>
+        <source>opened from {folder}</source>
+        <translation>打开自 {folder}</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已选择：{name}</translation>
     </message>
@@ -1758,10 +1813,6 @@
         <translation>放得下。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
     </message>
     <message>
-        <source>Does not fit as asked.</source>
-        <translation>按要求放不下。</translation>
-    </message>
-    <message>
         <source>{advice} → decode {tps} t/s</source>
         <translation>{advice} → 解码 {tps} t/s</translation>
     </message>
@@ -1802,12 +1853,20 @@
         <translation>首 token 时间（{tokens} token 的提示）</translation>
     </message>
     <message>
+        <source>Does not fit as asked, so it cannot be loaded: choose a shorter context here, or a smaller model or quantization on the Models page.</source>
+        <translation>按要求放不下，因此无法加载：请在这里选择更短的上下文，或在“模型”页选择更小的模型或量化版本。</translation>
+    </message>
+    <message>
         <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
         <translation>只能靠从磁盘读取来运行。每个序列上下文 {context} × {parallel}，KV {kv}，推测解码 {spec}。</translation>
     </message>
     <message>
         <source>Reads images: {tokens} tokens each, time to first token with one image {ttft}.</source>
         <translation>可读图片：每张 {tokens} 个 token，附一张图片时首个 token 用时 {ttft}。</translation>
+    </message>
+    <message>
+        <source>Calibrated on one run on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
+        <translation>已根据本机的 1 次运行校准。原始预测：解码 {decode} t/s，预填充 {prefill} t/s，首 token 时间 {ttft}。</translation>
     </message>
     <message>
         <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
@@ -2009,6 +2068,10 @@
         <translation>API 密钥</translation>
     </message>
     <message>
+        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat. The folders added in Settings are not among them.</source>
+        <translation>所有模型：引擎将重新启动，提供演示模型、Loadout 的下载以及其他应用的模型（LM Studio、Ollama、Hugging Face 缓存），每个按需加载；已加载的模型保持加载，供聊天使用。在“设置”中添加的文件夹不在其中。</translation>
+    </message>
+    <message>
         <source>Any free port</source>
         <translation>任一空闲端口</translation>
     </message>
@@ -2021,7 +2084,7 @@
         <translation>引擎将重启并监听所有网络接口；客户端必须发送 API 密钥。</translation>
     </message>
     <message>
-        <source>Only needed for other devices</source>
+        <source>For other devices</source>
         <translation>仅其他设备需要</translation>
     </message>
     <message>
@@ -2069,6 +2132,22 @@
         <translation>该回答的解码 t/s</translation>
     </message>
     <message>
+        <source>Each slot answers one request at a time</source>
+        <translation>每个槽位一次回答一个请求</translation>
+    </message>
+    <message>
+        <source>Tokens of the prompt and answer its KV cache holds</source>
+        <translation>其 KV 缓存中保存的提示和回答的 token 数</translation>
+    </message>
+    <message>
+        <source>Tokens generated for this request so far</source>
+        <translation>到目前为止为该请求生成的 token 数</translation>
+    </message>
+    <message>
+        <source>This request&apos;s own decode speed, as the engine measures it (the chart below adds every request together)</source>
+        <translation>该请求自己的解码速度，由引擎测量（下方图表把所有请求加在一起）</translation>
+    </message>
+    <message>
         <source>decode t/s, all requests</source>
         <translation>全部请求的解码 t/s</translation>
     </message>
@@ -2109,6 +2188,14 @@
         <translation>预测解码 t/s</translation>
     </message>
     <message>
+        <source>What the plan of this model holds in memory, all devices together</source>
+        <translation>此模型的计划在内存中占用的大小，所有设备合计</translation>
+    </message>
+    <message>
+        <source>The decode speed its plan predicts on this machine</source>
+        <translation>其计划在本机上预测的解码速度</translation>
+    </message>
+    <message>
         <source>Serving every model in the library.</source>
         <translation>正在提供模型库中的所有模型。</translation>
     </message>
@@ -2123,10 +2210,6 @@
     <message>
         <source>every model in the library</source>
         <translation>模型库中的所有模型</translation>
-    </message>
-    <message>
-        <source>Every model: the engine restarts serving each model of the library on demand; the loaded model stays loaded for Chat.</source>
-        <translation>所有模型：引擎将重新启动，按需提供模型库中的每个模型；已加载的模型保持加载，供聊天使用。</translation>
     </message>
     <message>
         <source>Which models to serve</source>
@@ -2176,8 +2259,12 @@
         <translation>添加文件夹…</translation>
     </message>
     <message>
-        <source>Also list the models of LM Studio, Ollama and the Hugging Face cache</source>
-        <translation>同时列出 LM Studio、Ollama 和 Hugging Face 缓存中的模型</translation>
+        <source>Also list other apps&apos; models</source>
+        <translation>同时列出其他应用的模型</translation>
+    </message>
+    <message>
+        <source>LM Studio&apos;s, Ollama&apos;s and the Hugging Face cache&apos;s, read only</source>
+        <translation>LM Studio、Ollama 和 Hugging Face 缓存中的模型，只读</translation>
     </message>
     <message>
         <source>Remove</source>

@@ -47,10 +47,6 @@
         <translation>模型載入中…</translation>
     </message>
     <message>
-        <source>Ready</source>
-        <translation>就緒</translation>
-    </message>
-    <message>
         <source>Unloading…</source>
         <translation>正在卸載…</translation>
     </message>
@@ -83,6 +79,10 @@
         <translation>一張圖片</translation>
     </message>
     <message>
+        <source>{model} does not read images, so the question was not sent. Remove the pictures to ask it, or load a model that reads images (the Models page marks them).</source>
+        <translation>{model} 不能讀取圖片，因此問題沒有傳送。移除圖片即可提問，或載入一個能讀取圖片的模型（「模型」頁會標出）。</translation>
+    </message>
+    <message>
         <source>Last answer: {figures}</source>
         <translation>上一個回答：{figures}</translation>
     </message>
@@ -95,12 +95,24 @@
         <translation>你的問題正在等待：引擎已停止（見上方訊息）。載入一個模型即可得到回答。</translation>
     </message>
     <message>
+        <source>Your question waits, but no model is loading. {why} It is answered as soon as a model is loaded; Stop withdraws it.</source>
+        <translation>你的問題在等待，但沒有模型正在載入。{why}一旦有模型載入完成就會回答；按「停止」可撤回問題。</translation>
+    </message>
+    <message>
         <source>Preparing the model…</source>
         <translation>正在準備模型…</translation>
     </message>
     <message>
+        <source>Not loaded: the reason is below</source>
+        <translation>未載入：原因見下方</translation>
+    </message>
+    <message>
         <source>No model loaded: ask a question to load the last one, or load one from the Plan page.</source>
         <translation>未載入模型：提問即可載入上次的模型，或在「計畫」頁載入一個。</translation>
+    </message>
+    <message>
+        <source>Ready: {model} answers</source>
+        <translation>就緒：由 {model} 回答</translation>
     </message>
     <message>
         <source>System prompt</source>
@@ -1203,12 +1215,12 @@
         <translation>此安裝只有一個引擎版本，且無法載入：{error}</translation>
     </message>
     <message>
-        <source>with GPU offload</source>
-        <translation>支援 GPU 卸載</translation>
+        <source>with GPU offload to {gpus}</source>
+        <translation>支援卸載到 GPU（{gpus}）</translation>
     </message>
     <message>
-        <source>CPU only, without GPU offload</source>
-        <translation>僅 CPU，不支援 GPU 卸載</translation>
+        <source>which finds no GPU here: models run on the CPU</source>
+        <translation>在本機上找不到 GPU：模型在 CPU 上執行</translation>
     </message>
     <message>
         <source>This installation has one engine build: llama.cpp through llama-cpp-python {version}, {offload}.</source>
@@ -1221,6 +1233,10 @@
 </context>
 <context>
     <name>ErrorReporter</name>
+    <message>
+        <source>{name} cannot be read as a GGUF model ({detail}). If it was downloaded, it may be incomplete: download it again. Otherwise open a .gguf model file (for a model split in parts, its first part).</source>
+        <translation>無法將 {name} 讀取為 GGUF 模型（{detail}）。如果它是下載的，可能沒有下載完整：請重新下載。否則請開啟一個 .gguf 模型檔案（分成多個部分的模型請開啟第一部分）。</translation>
+    </message>
     <message>
         <source>The model file could not be found: {detail}</source>
         <translation>找不到模型檔案：{detail}</translation>
@@ -1262,8 +1278,8 @@
         <translation>Loadout：發生錯誤</translation>
     </message>
     <message>
-        <source>Details are in the log file.</source>
-        <translation>詳細資訊請見記錄檔。</translation>
+        <source>Details are in the log file, in {folder}</source>
+        <translation>詳細資訊請見記錄檔，位於 {folder}</translation>
     </message>
 </context>
 <context>
@@ -1318,6 +1334,14 @@
     <message>
         <source>Run a small model for about a minute, so that speed predictions learn this machine</source>
         <translation>用一個小模型執行約一分鐘，讓速度預測學習本機</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Stop measuring (the runs it already made still count)</source>
+        <translation>停止測量（已完成的執行仍然計入）</translation>
     </message>
     <message>
         <source>GPUs</source>
@@ -1420,8 +1444,16 @@
         <translation>正在測量本機：載入小模型…</translation>
     </message>
     <message>
+        <source>Stopping the measurement…</source>
+        <translation>正在停止測量…</translation>
+    </message>
+    <message>
         <source>Measuring this machine: run {run}, decode {decode} t/s, prefill {prefill} t/s…</source>
         <translation>正在測量本機：第 {run} 次執行，解碼 {decode} t/s，預填充 {prefill} t/s…</translation>
+    </message>
+    <message>
+        <source>Measuring stopped.</source>
+        <translation>測量已停止。</translation>
     </message>
     <message>
         <source>Measured {count} runs: decode {decode} t/s (median). Plans are now calibrated on {runs} runs on this machine.</source>
@@ -1430,6 +1462,21 @@
     <message>
         <source>Measuring failed: {error}</source>
         <translation>測量失敗：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>LoadRefusal</name>
+    <message>
+        <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
+        <translation>未載入 {name}：本機記憶體放不下它。{why}請在「模型」頁選擇更小的模型或量化版本，或在「計畫」頁選擇更短的上下文。</translation>
+    </message>
+    <message>
+        <source>{name} was not loaded: its plan is for the what-if rig. Go back to this machine on the Plan page to load it.</source>
+        <translation>未載入 {name}：它的計畫針對假設的配置。請在「計畫」頁回到本機後再載入。</translation>
+    </message>
+    <message>
+        <source>No model to load yet: choose one on the Models page (or the demo model); it loads once its plan is made.</source>
+        <translation>還沒有可載入的模型：請在「模型」頁選擇一個（或示範模型）；計畫做好後就會載入。</translation>
     </message>
 </context>
 <context>
@@ -1715,6 +1762,14 @@
         <translation>可讀圖片</translation>
     </message>
     <message>
+        <source>⚠ cannot be read as a model</source>
+        <translation>⚠ 無法作為模型讀取</translation>
+    </message>
+    <message>
+        <source>opened from {folder}</source>
+        <translation>開啟自 {folder}</translation>
+    </message>
+    <message>
         <source>Selected: {name}</source>
         <translation>已選擇：{name}</translation>
     </message>
@@ -1758,10 +1813,6 @@
         <translation>放得下。每個序列上下文 {context} × {parallel}，KV {kv}，推測解碼 {spec}。</translation>
     </message>
     <message>
-        <source>Does not fit as asked.</source>
-        <translation>依要求放不下。</translation>
-    </message>
-    <message>
         <source>{advice} → decode {tps} t/s</source>
         <translation>{advice} → 解碼 {tps} t/s</translation>
     </message>
@@ -1802,12 +1853,20 @@
         <translation>首個 token 時間（{tokens} token 的提示）</translation>
     </message>
     <message>
+        <source>Does not fit as asked, so it cannot be loaded: choose a shorter context here, or a smaller model or quantization on the Models page.</source>
+        <translation>按要求放不下，因此無法載入：請在這裡選擇更短的上下文，或在「模型」頁選擇更小的模型或量化版本。</translation>
+    </message>
+    <message>
         <source>Runs only by reading from disk. Context {context} per sequence × {parallel}, KV {kv}, speculation {spec}.</source>
         <translation>只能靠從磁碟讀取來執行。每個序列上下文 {context} × {parallel}，KV {kv}，推測解碼 {spec}。</translation>
     </message>
     <message>
         <source>Reads images: {tokens} tokens each, time to first token with one image {ttft}.</source>
         <translation>可讀圖片：每張 {tokens} 個 token，附一張圖片時首個 token 用時 {ttft}。</translation>
+    </message>
+    <message>
+        <source>Calibrated on one run on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
+        <translation>已根據本機的 1 次執行校準。原始預測：解碼 {decode} t/s，預填充 {prefill} t/s，首個 token 時間 {ttft}。</translation>
     </message>
     <message>
         <source>Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} t/s, prefill {prefill} t/s, time to first token {ttft}.</source>
@@ -2009,6 +2068,10 @@
         <translation>API 金鑰</translation>
     </message>
     <message>
+        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat. The folders added in Settings are not among them.</source>
+        <translation>所有模型：引擎將重新啟動，提供示範模型、Loadout 的下載以及其他應用程式的模型（LM Studio、Ollama、Hugging Face 快取），每個按需載入；已載入的模型保持載入，供聊天使用。在「設定」中新增的資料夾不在其中。</translation>
+    </message>
+    <message>
         <source>Any free port</source>
         <translation>任一空閒連接埠</translation>
     </message>
@@ -2021,7 +2084,7 @@
         <translation>引擎將重新啟動並監聽所有網路介面；用戶端必須傳送 API 金鑰。</translation>
     </message>
     <message>
-        <source>Only needed for other devices</source>
+        <source>For other devices</source>
         <translation>僅其他裝置需要</translation>
     </message>
     <message>
@@ -2069,6 +2132,22 @@
         <translation>該回答的解碼 t/s</translation>
     </message>
     <message>
+        <source>Each slot answers one request at a time</source>
+        <translation>每個槽位一次回答一個請求</translation>
+    </message>
+    <message>
+        <source>Tokens of the prompt and answer its KV cache holds</source>
+        <translation>其 KV 快取中保存的提示和回答的 token 數</translation>
+    </message>
+    <message>
+        <source>Tokens generated for this request so far</source>
+        <translation>到目前為止為該請求產生的 token 數</translation>
+    </message>
+    <message>
+        <source>This request&apos;s own decode speed, as the engine measures it (the chart below adds every request together)</source>
+        <translation>該請求自己的解碼速度，由引擎測量（下方圖表把所有請求加在一起）</translation>
+    </message>
+    <message>
         <source>decode t/s, all requests</source>
         <translation>全部請求的解碼 t/s</translation>
     </message>
@@ -2109,6 +2188,14 @@
         <translation>預測解碼 t/s</translation>
     </message>
     <message>
+        <source>What the plan of this model holds in memory, all devices together</source>
+        <translation>此模型的計畫在記憶體中佔用的大小，所有裝置合計</translation>
+    </message>
+    <message>
+        <source>The decode speed its plan predicts on this machine</source>
+        <translation>其計畫在本機上預測的解碼速度</translation>
+    </message>
+    <message>
         <source>Serving every model in the library.</source>
         <translation>正在提供模型庫中的所有模型。</translation>
     </message>
@@ -2123,10 +2210,6 @@
     <message>
         <source>every model in the library</source>
         <translation>模型庫中的所有模型</translation>
-    </message>
-    <message>
-        <source>Every model: the engine restarts serving each model of the library on demand; the loaded model stays loaded for Chat.</source>
-        <translation>所有模型：引擎將重新啟動，按需提供模型庫中的每個模型；已載入的模型保持載入，供聊天使用。</translation>
     </message>
     <message>
         <source>Which models to serve</source>
@@ -2176,8 +2259,12 @@
         <translation>新增資料夾…</translation>
     </message>
     <message>
-        <source>Also list the models of LM Studio, Ollama and the Hugging Face cache</source>
-        <translation>同時列出 LM Studio、Ollama 與 Hugging Face 快取中的模型</translation>
+        <source>Also list other apps&apos; models</source>
+        <translation>同時列出其他應用程式的模型</translation>
+    </message>
+    <message>
+        <source>LM Studio&apos;s, Ollama&apos;s and the Hugging Face cache&apos;s, read only</source>
+        <translation>LM Studio、Ollama 和 Hugging Face 快取中的模型，唯讀</translation>
     </message>
     <message>
         <source>Remove</source>

@@ -8,6 +8,7 @@ answer's decode t/s as the engine reports it for its slot (``/v1/loadout/status`
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -59,6 +60,11 @@ def answer_decode_tps(status: dict[str, Any], request_id: str | None) -> float |
     return None
 
 
+def _escaped(text: str) -> str:
+    """``text`` as literal Markdown (a file name's ``_`` or ``*`` stays as it is)."""
+    return "".join(f"\\{c}" if c in "\\`*_[]<>#" else c for c in text)
+
+
 class ChatPage(QWidget):
     """The chat window.
 
@@ -90,6 +96,8 @@ class ChatPage(QWidget):
         self._streaming: tuple[int, int] | None = None  # (conversation, message) answered
         self._waiting: int | None = None  # the conversation whose question waits
         self.load_expected = False  # a load is on its way (the plan is being made)
+        self.refusal = ""  # why the last load asked for was not started ("": none)
+        self.send_note = ""  # why the last question was not sent ("": it was)
         self._build()
         self.streamer.sig_text_arrived.connect(self._on_streamer_text)
         self.streamer.sig_answer_finished.connect(self._on_streamer_finished)
@@ -104,7 +112,10 @@ class ChatPage(QWidget):
     def _build(self) -> None:
         self.title = QLabel()
         self.title.setObjectName("pageTitle")
-        self.engine_label = QLabel()
+        self.engine_label = QLabel()  # a sentence, with the model's name: may be long
+        self.engine_label.setWordWrap(True)
+        self.engine_label.setAlignment(Qt.AlignmentFlag.AlignRight
+                                       | Qt.AlignmentFlag.AlignVCenter)
         self.list_label = QLabel()
         self.conversation_list = QListWidget()
         self.conversation_list.setHorizontalScrollBarPolicy(
@@ -183,8 +194,8 @@ class ChatPage(QWidget):
         right = QWidget()
         right_layout = QVBoxLayout(right)
         header = QHBoxLayout()
-        header.addWidget(self.title, 1)
-        header.addWidget(self.engine_label)
+        header.addWidget(self.title)
+        header.addWidget(self.engine_label, 1)
         right_layout.addLayout(header)
         right_layout.addWidget(self.settings_box)
         right_layout.addWidget(self.transcript, 1)
@@ -232,6 +243,7 @@ class ChatPage(QWidget):
         self._refresh_settings_title()
         self.messages = self.store.messages(conversation_id) if conversation_id else []
         self.last_error = ""
+        self.send_note = ""
         last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
         self._show_footer(last.timings if last else {})
         self._render()
@@ -305,6 +317,10 @@ class ChatPage(QWidget):
         if (not question and not self.attachments.images) or self.streamer.busy \
                 or self._waiting is not None:
             return False
+        self.send_note = self._image_refusal()
+        if self.send_note:  # the question and its pictures stay where they are
+            self._render()
+            return False
         if self.conversation_id is None:
             title = " ".join(question.split())[:TITLE_CHARS] or self.tr("An image")
             self.conversation_id = self.store.create(
@@ -327,6 +343,21 @@ class ChatPage(QWidget):
             self.sig_load_wanted.emit()
         return True
 
+    def _image_refusal(self) -> str:
+        """Why the pictures attached cannot go with the question ("" when they can): the
+        model loaded reads no images (it has no vision projector)."""
+        spec = self._engine.spec
+        if not self.attachments.images or self._engine.state != "ready" or spec is None \
+                or spec.mmproj_path:
+            return ""
+        from engine.models import paired_projector
+
+        if paired_projector(Path(spec.model_path)) is not None:  # the engine loads it
+            return ""
+        return self.tr("{model} does not read images, so the question was not sent. Remove "
+                       "the pictures to ask it, or load a model that reads images (the "
+                       "Models page marks them).").format(model=Path(spec.model_path).name)
+
     @property
     def waiting(self) -> bool:
         """Whether a question waits for the engine."""
@@ -335,7 +366,18 @@ class ChatPage(QWidget):
     def set_load_expected(self, expected: bool) -> None:
         """Say that a load is (or no longer is) on its way before the engine starts."""
         self.load_expected = expected
+        if expected:
+            self.refusal = ""
         self._refresh_engine_label()
+
+    def set_load_refused(self, message: str) -> None:
+        """Say that the load asked for was not started, and why (``message``); a question
+        waiting stays, for the next model that loads."""
+        self.load_expected = False
+        self.refusal = message
+        self._refresh_engine_label()
+        self._render()
+        self._refresh_buttons()
 
     def _ask_waiting(self) -> None:
         waiting, self._waiting = self._waiting, None
@@ -426,6 +468,8 @@ class ChatPage(QWidget):
             self._show_footer(result.timings)
         final = result.timings.get("decode_tps")
         if isinstance(final, int | float):
+            if shown:  # the chart ends on the answer's final figure, the footer's
+                self.chart.add(float(final))
             self.sig_answer_speed_changed.emit(float(final))
         self._render()
         self._refresh_buttons()
@@ -448,6 +492,8 @@ class ChatPage(QWidget):
     def _on_engine_state(self, state: str) -> None:
         if state in ("loading", "ready", "crashed"):
             self.load_expected = False
+        if state in ("loading", "ready"):
+            self.refusal = ""
         self._refresh_engine_label()
         if state == "ready" and self._waiting is not None and not self.streamer.busy:
             self._ask_waiting()
@@ -464,6 +510,14 @@ class ChatPage(QWidget):
             if self._engine.state == "crashed":
                 note = self.tr("Your question waits: the engine stopped (see the message "
                                "above). Load a model to have it answered.")
+            if self.refusal:
+                note = self.tr("Your question waits, but no model is loading. {why} It is "
+                               "answered as soon as a model is loaded; Stop withdraws it."
+                               ).format(why=_escaped(self.refusal))
+        elif self.refusal:
+            note = _escaped(self.refusal)
+        elif self.send_note:
+            note = _escaped(self.send_note)
         self.transcript.show_messages(self.messages, self.last_error, note)
 
     def _render_streaming(self) -> None:
@@ -492,13 +546,21 @@ class ChatPage(QWidget):
         if self.load_expected and self._engine.state in ("unloaded", "crashed"):
             self.engine_label.setText(self.tr("Preparing the model…"))
             return
+        if self.refusal and self._engine.state in ("unloaded", "crashed"):
+            self.engine_label.setText(self.tr("Not loaded: the reason is below"))
+            return
         names = {"unloaded": self.tr("No model loaded: ask a question to load the last "
                                      "one, or load one from the Plan page."),
                  "loading": self.tr("The model is loading…"),
-                 "ready": self.tr("Ready"),
+                 "ready": self.tr("Ready: {model} answers").format(model=self._model_name()),
                  "stopping": self.tr("Unloading…"),
                  "crashed": self.tr("The engine stopped (see the message above).")}
         self.engine_label.setText(names.get(self._engine.state, ""))
+
+    def _model_name(self) -> str:
+        """The file name of the model the engine runs ("" when none)."""
+        spec = self._engine.spec
+        return Path(spec.model_path).name if spec is not None else ""
 
     def shutdown(self) -> None:
         """Stop streaming and wait for the worker; close the database."""

@@ -62,16 +62,25 @@ class InstalledEngine:
     version: str
     gpu_offload: bool | None
     error: str = ""
+    gpus: tuple[str, ...] = ()  # the GPUs it finds here, as llama.cpp names them
 
 
 def installed_engine(_job: Job | None = None) -> InstalledEngine:
-    """Version of the installed ``llama_cpp`` and whether it can offload to a GPU (loads
-    the library: run it off the UI thread)."""
+    """Version of the installed ``llama_cpp`` and the GPUs it can offload to here (loads
+    the library: run it off the UI thread).
+
+    llama.cpp's own ``llama_supports_gpu_offload`` also says yes for a CPU build with the
+    RPC backend (other computers' GPUs), so the devices it finds decide instead.
+    """
     try:
         import llama_cpp
 
-        return InstalledEngine(str(getattr(llama_cpp, "__version__", "?")),
-                               bool(llama_cpp.llama_supports_gpu_offload()))
+        from engine.ggml_devices import engine_devices
+
+        gpus = tuple(d.name for d in engine_devices()
+                     if d.kind in ("gpu", "igpu") and not d.name.startswith("RPC"))
+        return InstalledEngine(str(getattr(llama_cpp, "__version__", "?")), bool(gpus),
+                               gpus=gpus)
     except Exception as exc:  # a broken or missing library is shown, not raised
         log.warning("the installed llama_cpp cannot be loaded: %s", exc)
         return InstalledEngine("?", None, str(exc))
@@ -249,8 +258,9 @@ class EngineSection(QGroupBox):
         if info.gpu_offload is None:
             return self.tr("This installation has one engine build, and it cannot be "
                            "loaded: {error}").format(error=info.error)
-        offload = (self.tr("with GPU offload") if info.gpu_offload
-                   else self.tr("CPU only, without GPU offload"))
+        offload = (self.tr("with GPU offload to {gpus}").format(gpus=", ".join(info.gpus))
+                   if info.gpu_offload
+                   else self.tr("which finds no GPU here: models run on the CPU"))
         return self.tr("This installation has one engine build: llama.cpp through "
                        "llama-cpp-python {version}, {offload}.").format(
             version=info.version, offload=offload)

@@ -87,6 +87,10 @@ class HomePage(QWidget):
         self.measure_button = QPushButton()
         self.measure_button.setEnabled(runner is not None)
         self.measure_button.clicked.connect(self.start_measuring)
+        self.stop_measure_button = QPushButton()  # a minute is long: it can be stopped
+        self.stop_measure_button.setVisible(False)
+        self.stop_measure_button.clicked.connect(self.stop_measuring)
+        self._measure_stopped = False
         self.measure_progress = QProgressBar()
         self.measure_progress.setMaximumWidth(240)
         self.measure_progress.setVisible(False)
@@ -94,6 +98,7 @@ class HomePage(QWidget):
         self.measure_status.setWordWrap(True)
         measure_row = QHBoxLayout()
         measure_row.addWidget(self.measure_button)
+        measure_row.addWidget(self.stop_measure_button)
         measure_row.addWidget(self.measure_progress)
         measure_row.addWidget(self.measure_status, 1)
 
@@ -158,6 +163,9 @@ class HomePage(QWidget):
         self.measure_button.setToolTip(self.tr(
             "Run a small model for about a minute, so that speed predictions learn this "
             "machine"))
+        self.stop_measure_button.setText(self.tr("Stop"))
+        self.stop_measure_button.setToolTip(self.tr(
+            "Stop measuring (the runs it already made still count)"))
         self.gpu_box.setTitle(self.tr("GPUs"))
         self.host_box.setTitle(self.tr("Memory and CPU"))
         self.disk_box.setTitle(self.tr("Disks"))
@@ -233,12 +241,24 @@ class HomePage(QWidget):
             return calibration_job.measure(argv, j.progress, lambda: j.cancelled)
 
         self.measure_button.setEnabled(False)
+        self._measure_stopped = False
+        self.stop_measure_button.setVisible(True)
+        self.stop_measure_button.setEnabled(True)
         self.measure_progress.setRange(0, 0)  # busy while the model loads
         self.measure_progress.setVisible(True)
         self.measure_status.setText(self.tr("Measuring this machine: loading a small model…"))
         self._runner.submit("calibrate", job, self._on_measured,
                             on_progress=self._on_measure_progress,
                             on_failed=self._on_measure_failed)
+
+    def stop_measuring(self) -> None:
+        """End the calibration running (its process is ended; nothing more is recorded)."""
+        if self._runner is None or not self._runner.busy("calibrate"):
+            return
+        self._measure_stopped = True
+        self.stop_measure_button.setEnabled(False)
+        self.measure_status.setText(self.tr("Stopping the measurement…"))
+        self._runner.cancel("calibrate")
 
     def _on_measure_progress(self, value: object) -> None:
         if not isinstance(value, calibration_job.RunProgress):
@@ -250,9 +270,13 @@ class HomePage(QWidget):
 
     def _on_measured(self, doc: Any) -> None:
         self.measure_button.setEnabled(True)
+        self.stop_measure_button.setVisible(False)
         self.measure_progress.setVisible(False)
         if not isinstance(doc, dict):
-            self.measure_status.setText("")
+            self.measure_status.setText(self.tr("Measuring stopped.") if self._measure_stopped
+                                        else "")
+            if self._measure_stopped:
+                self._state.sig_runs_recorded.emit()  # runs made before the stop count
             return
         runs = [r for r in doc.get("runs", []) if isinstance(r, dict)]
         decode = [float(r.get("decode_tps") or 0.0) for r in runs]
@@ -268,5 +292,6 @@ class HomePage(QWidget):
 
     def _on_measure_failed(self, exc: BaseException) -> None:
         self.measure_button.setEnabled(True)
+        self.stop_measure_button.setVisible(False)
         self.measure_progress.setVisible(False)
         self.measure_status.setText(self.tr("Measuring failed: {error}").format(error=exc))

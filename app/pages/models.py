@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -28,6 +29,7 @@ from app.formatting import fmt_bytes
 from app.pages.model_wizard import ModelWizard
 from app.state import AppState
 from app.texts import source_text
+from app.theme import warning_color
 from app.workers import Job, WorkerRunner
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ class ModelsPage(QWidget):
         self._runner = runner
         self.demo_path = demo_path
         self.entries: tuple[Any, ...] = ()
+        self.opened: list[Path] = []  # models read from elsewhere (Open…) in this session
         self.wizard: ModelWizard | None = None
         self._scanning = False
         self.title = QLabel()
@@ -174,10 +177,22 @@ class ModelsPage(QWidget):
         for entry in self.entries:
             details = [entry.quant or "", fmt_bytes(entry.size_bytes),
                        source_text(entry.source.value),
-                       self.tr("reads images") if entry.projector is not None else ""]
+                       self.tr("reads images") if entry.projector is not None else "",
+                       self.tr("⚠ cannot be read as a model") if entry.error else ""]
             item = QListWidgetItem(" · ".join([entry.name, *[d for d in details if d]]))
             item.setToolTip(str(entry.path) if not entry.error else entry.error)
             item.setData(PATH_ROLE, str(entry.path))
+            if entry.error:  # listed (it is there), but marked before anyone picks it
+                item.setForeground(QColor(warning_color()))
+            self.list.addItem(item)
+        listed = {str(e.path) for e in self.entries}
+        for path in self.opened:
+            if str(path) in listed:
+                continue
+            item = QListWidgetItem(" · ".join([path.name, fmt_bytes(_size(path)), self.tr(
+                "opened from {folder}").format(folder=path.parent)]))
+            item.setToolTip(str(path))
+            item.setData(PATH_ROLE, str(path))
             self.list.addItem(item)
         for row in range(self.list.count()):
             if self.list.item(row).data(PATH_ROLE) == keep:
@@ -190,9 +205,20 @@ class ModelsPage(QWidget):
 
     def _update_selected(self) -> None:
         path = self._state.model_path
+        if path is not None and not self._listed(Path(path)):  # read from elsewhere: list it
+            self.opened.append(Path(path))
+            self.refresh()
+            return
+        for row in range(self.list.count()):  # the list shows which one is selected
+            if path is not None and self.list.item(row).data(PATH_ROLE) == str(path):
+                self.list.setCurrentRow(row)
         self.selected.setText(
             self.tr("Selected: {name}").format(name=path.name) if path
             else self.tr("No model selected."))
+
+    def _listed(self, path: Path) -> bool:
+        return any(self.list.item(row).data(PATH_ROLE) == str(path)
+                   for row in range(self.list.count()))
 
     def open_wizard(self, catalog_file: Path | None = None) -> ModelWizard:
         """Show the model wizard (the same one again, so a paused download can resume).

@@ -35,6 +35,7 @@ from app.plan_view import advice, memory_bars, messages, reads_from_disk, weight
 from app.state import AppState
 from app.texts import code_sentence, kv_text, spec_text, task_text
 from app.theme import warning_color
+from app.widgets.elided_label import ElidedLabel
 from app.widgets.gpu_roles import GpuRoles
 from app.widgets.memory_map import MemoryMap
 from app.workers import Job, WorkerRunner
@@ -93,7 +94,7 @@ class PlanPage(QWidget):
 
     # -- layout -----------------------------------------------------------------------
     def _build(self) -> None:
-        self.title = QLabel()
+        self.title = ElidedLabel()  # a long file name never pushes the buttons away
         self.title.setObjectName("pageTitle")
         self.machine_label = QLabel()
         self.whatif_button = QPushButton()
@@ -155,6 +156,7 @@ class PlanPage(QWidget):
             font.setPointSizeF(font.pointSizeF() * 1.8)
             font.setBold(True)
             value.setFont(font)
+            name.setWordWrap(True)  # "time to first token (1024-token prompt)"
             speed.addWidget(value, 0, col)
             speed.addWidget(name, 1, col)
         self.fit_label = QLabel()
@@ -322,8 +324,12 @@ class PlanPage(QWidget):
         if inventory is None or profile is None or request is None:
             return
 
-        def advice_job(_job: Job) -> Plan:
-            return run_advice(inventory, profile, request)
+        own_machine = self._state.whatif is None
+
+        def advice_job(_job: Job) -> Plan:  # on this machine's runs, as the plan itself
+            asked = dataclasses.replace(request, machine_runs=run_records.samples()) \
+                if own_machine else request
+            return run_advice(inventory, profile, asked)
 
         self._runner.submit("advice", advice_job,
                             lambda full: self._on_advice_done(request, full))
@@ -427,7 +433,9 @@ class PlanPage(QWidget):
                                         .format(tokens=pred.prompt_tokens))
         self._show_calibration(plan)
         if not plan.fits:
-            summary = self.tr("Does not fit as asked.")
+            summary = self.tr("Does not fit as asked, so it cannot be loaded: choose a shorter "
+                              "context here, or a smaller model or quantization on the Models "
+                              "page.")
         elif reads_from_disk(plan):
             summary = self.tr("Runs only by reading from disk. Context {context} per sequence "
                               "× {parallel}, KV {kv}, speculation {spec}.")
@@ -460,9 +468,12 @@ class PlanPage(QWidget):
         raw = plan.raw_predicted
         self.calibration_label.setVisible(runs > 0 and raw is not None)
         if runs > 0 and raw is not None:
-            self.calibration_label.setText(self.tr(
+            text = self.tr(
+                "Calibrated on one run on this machine. Raw prediction: decode {decode} t/s, "
+                "prefill {prefill} t/s, time to first token {ttft}.") if runs == 1 else self.tr(
                 "Calibrated on {runs} runs on this machine. Raw prediction: decode {decode} "
-                "t/s, prefill {prefill} t/s, time to first token {ttft}.").format(
+                "t/s, prefill {prefill} t/s, time to first token {ttft}.")
+            self.calibration_label.setText(text.format(
                 runs=runs, decode=fmt_tps(raw.decode_tps), prefill=fmt_tps(raw.prefill_tps),
                 ttft=fmt_seconds(raw.ttft_s)))
 

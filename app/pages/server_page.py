@@ -40,6 +40,7 @@ from app.engine_process import EngineProcess
 from app.formatting import fmt_bytes, fmt_tps
 from app.server_snippets import snippets
 from app.widgets.speed_chart import SpeedChart
+from app.widgets.table_headers import FittedHeader
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,15 @@ def aggregate_decode_tps(status: dict[str, Any]) -> float | None:
     every loaded model when the server runs many); None when the engine gives none."""
     value = (status.get("engine") or {}).get("decode_tps_all_requests")
     return float(value) if isinstance(value, int | float) else None
+
+
+def _cell(text: str) -> QTableWidgetItem:
+    """A read-only table cell whose whole text is also its tooltip (a narrow column
+    may wrap or elide it)."""
+    item = QTableWidgetItem(text)
+    item.setToolTip(text)
+    item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    return item
 
 
 def served_models(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -142,6 +152,7 @@ class ServerPage(QWidget):
         self.requests = QTableWidget(0, 5)
         self.requests.verticalHeader().setVisible(False)
         self.requests.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.requests_header = FittedHeader(self.requests)
         self.queued_label = QLabel()
         self.throughput = SpeedChart()
         requests = QVBoxLayout(self.requests_box)
@@ -152,6 +163,7 @@ class ServerPage(QWidget):
         self.memory = QTableWidget(0, 3)
         self.memory.verticalHeader().setVisible(False)
         self.memory.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.memory_header = FittedHeader(self.memory)
         self.planned_label = QLabel()  # only when the server runs many models
         self.planned_label.setWordWrap(True)
         memory = QVBoxLayout(self.memory_box)
@@ -163,6 +175,7 @@ class ServerPage(QWidget):
         self.models.setObjectName("servedModels")
         self.models.verticalHeader().setVisible(False)
         self.models.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.models_header = FittedHeader(self.models)
         QVBoxLayout(self.models_box).addWidget(self.models)
         self.models_box.setVisible(False)
 
@@ -174,8 +187,8 @@ class ServerPage(QWidget):
         right.addWidget(self.memory_box, 1)
         right.addWidget(self.models_box, 1)
         body = QHBoxLayout()
-        body.addLayout(left, 3)
-        body.addLayout(right, 2)
+        body.addLayout(left, 1)  # the live tables need the room more than the snippets
+        body.addLayout(right, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.state_label)
@@ -235,15 +248,21 @@ class ServerPage(QWidget):
 
     def _on_lan_toggled(self, on: bool) -> None:
         if on and not self.key.text():
-            self.key.setText(new_api_key())  # never other devices without a key
+            self._show_key(new_api_key())  # never other devices without a key
         if self.serve_switch.isChecked():
             self.apply()
         self._refresh()
 
     def _on_new_key(self) -> None:
-        self.key.setText(new_api_key())
+        self._show_key(new_api_key())
         if self.serve_switch.isChecked() and self.lan.isChecked():
             self.apply()
+
+    def _show_key(self, key: str) -> None:
+        """Show ``key`` from its start (``sk-loadout-…``: what a user recognises) when
+        the field is narrower than the key."""
+        self.key.setText(key)
+        self.key.setCursorPosition(0)
 
     def _on_port_edited(self) -> None:
         if self.serve_switch.isChecked():
@@ -268,7 +287,8 @@ class ServerPage(QWidget):
                       str(slot.get("tokens", 0)), str(slot.get("generated", 0)),
                       fmt_tps(float(tps)) if isinstance(tps, int | float) else "—"]
             for col, value in enumerate(values):
-                self.requests.setItem(row, col, QTableWidgetItem(value))
+                self.requests.setItem(row, col, _cell(value))
+        self.requests.resizeRowsToContents()  # a long model name wraps, never cut
         self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(
             n=int(engine.get("queued", 0) or 0)))
         throughput = aggregate_decode_tps(status)
@@ -280,7 +300,7 @@ class ServerPage(QWidget):
             total, free = int(dev.get("total_bytes", 0)), int(dev.get("free_bytes", 0))
             for col, value in enumerate((str(dev.get("name", "")), fmt_bytes(free),
                                          fmt_bytes(total))):
-                self.memory.setItem(row, col, QTableWidgetItem(value))
+                self.memory.setItem(row, col, _cell(value))
         self._show_planned(engine.get("planned_bytes"))
         self._show_models(served_models(status))
 
@@ -306,7 +326,8 @@ class ServerPage(QWidget):
                       fmt_bytes(memory) if memory else "—",
                       fmt_tps(float(tps)) if isinstance(tps, int | float) else "—")
             for col, value in enumerate(values):
-                self.models.setItem(row, col, QTableWidgetItem(value))
+                self.models.setItem(row, col, _cell(value))
+        self.models.resizeRowsToContents()
 
     def _model_state(self, state: str) -> str:
         return {"loaded": self.tr("loaded"), "loading": self.tr("loading"),
@@ -375,14 +396,16 @@ class ServerPage(QWidget):
         self.serve_choice.setItemText(0, self.tr("this model"))
         self.serve_choice.setItemText(1, self.tr("every model in the library"))
         self.serve_choice.setToolTip(self.tr(
-            "Every model: the engine restarts serving each model of the library on "
-            "demand; the loaded model stays loaded for Chat."))
+            "Every model: the engine restarts serving the demo, Loadout's downloads and "
+            "other apps' models (LM Studio, Ollama, the Hugging Face cache), each loaded on "
+            "demand; the loaded model stays loaded for Chat. The folders added in Settings "
+            "are not among them."))
         set_name(self.serve_choice, self.tr("Which models to serve"))
         self.port.setSpecialValueText(self.tr("Any free port"))
         self.lan.setText(self.tr("Allow other devices on my network"))
         self.lan.setToolTip(self.tr("Restarts the engine listening on every network "
                                     "interface; clients must then send the API key."))
-        self.key.setPlaceholderText(self.tr("Only needed for other devices"))
+        self.key.setPlaceholderText(self.tr("For other devices"))
         set_name(self.key, self.tr("API key"))
         self.new_key_button.setText(self.tr("New key"))
         self.copy_key_button.setText(self.tr("Copy key"))
@@ -390,19 +413,26 @@ class ServerPage(QWidget):
         self.copy_url_button.setText(self.tr("Copy URL"))
         self.copy_snippet_button.setText(self.tr("Copy example"))
         self.requests_box.setTitle(self.tr("Requests"))
-        self.requests.setHorizontalHeaderLabels([
-            self.tr("Slot"), self.tr("State"), self.tr("Tokens held"), self.tr("Generated"),
-            self.tr("decode t/s, its answer")])
+        self.requests_header.set_titles(
+            [self.tr("Slot"), self.tr("State"), self.tr("Tokens held"), self.tr("Generated"),
+             self.tr("decode t/s, its answer")],
+            [self.tr("Each slot answers one request at a time"), "",
+             self.tr("Tokens of the prompt and answer its KV cache holds"),
+             self.tr("Tokens generated for this request so far"),
+             self.tr("This request's own decode speed, as the engine measures it (the chart "
+                     "below adds every request together)")])
         self.queued_label.setText(self.tr("Waiting for a slot: {n}").format(n=0))
         self.throughput.set_caption(self.tr("decode t/s, all requests"))
         self.throughput.setToolTip(self.tr(
             "The tokens every request together decodes per second, over the last few "
             "seconds, as the engine measures it"))
         self.memory_box.setTitle(self.tr("Memory per device"))
-        self.memory.setHorizontalHeaderLabels([self.tr("Device"), self.tr("Free"),
-                                               self.tr("Total")])
+        self.memory_header.set_titles([self.tr("Device"), self.tr("Free"), self.tr("Total")])
         self.models_box.setTitle(self.tr("Models served"))
-        self.models.setHorizontalHeaderLabels([self.tr("Model"), self.tr("State"),
-                                               self.tr("Memory planned"),
-                                               self.tr("Predicted decode t/s")])
+        self.models_header.set_titles(
+            [self.tr("Model"), self.tr("State"), self.tr("Memory planned"),
+             self.tr("Predicted decode t/s")],
+            ["", "", self.tr("What the plan of this model holds in memory, all devices "
+                             "together"),
+             self.tr("The decode speed its plan predicts on this machine")])
         self._refresh()

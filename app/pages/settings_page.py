@@ -74,6 +74,10 @@ class SettingsPage(QWidget):
         folder_box.addWidget(self.folders)
         folder_box.addLayout(folder_buttons)
         folder_box.addWidget(self.other_apps)
+        self.other_apps_note = QLabel()  # the apps by name: too long for one checkbox line
+        self.other_apps_note.setWordWrap(True)
+        self.other_apps_note.setIndent(self.fontMetrics().horizontalAdvance("M") * 2)
+        folder_box.addWidget(self.other_apps_note)
 
         self.language = QComboBox()
         self.theme = QComboBox()
@@ -140,8 +144,9 @@ class SettingsPage(QWidget):
         for label, name in zip(self.labels, names, strict=True):
             label.setText(name)
         self.add_folder.setText(self.tr("Add folder…"))
-        self.other_apps.setText(self.tr("Also list the models of LM Studio, Ollama and the "
-                                        "Hugging Face cache"))
+        self.other_apps.setText(self.tr("Also list other apps' models"))
+        self.other_apps_note.setText(self.tr("LM Studio's, Ollama's and the Hugging Face "
+                                             "cache's, read only"))
         self.remove_folder.setText(self.tr("Remove"))
         self.gpu_reserve.setSuffix(" MiB")
         self.host_reserve.setSuffix(" GiB")

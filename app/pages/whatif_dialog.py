@@ -60,7 +60,7 @@ class WhatIfDialog(QDialog):
         add_row.addWidget(self.remove_button)
         self.ram = QDoubleSpinBox()
         self.ram.setRange(1, 4096)
-        self.ram.setDecimals(0)
+        self.ram.setDecimals(1)  # a machine's 23.5 GiB is not shown as 24
         self.ram.setSuffix(" GiB")
         self.ram_bw = QDoubleSpinBox()
         self.ram_bw.setRange(1, 2000)
@@ -108,7 +108,7 @@ class WhatIfDialog(QDialog):
         for spin, value in ((self.ram, rig.host.ram_total_bytes / GIB),
                             (self.ram_bw, rig.host.bandwidth_gbps)):
             spin.blockSignals(True)
-            spin.setValue(round(value))
+            spin.setValue(round(value, spin.decimals()))
             spin.blockSignals(False)
 
     def add_gpu(self, key: str) -> None:

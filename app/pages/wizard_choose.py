@@ -218,7 +218,7 @@ class ChooseStep(QWidget):
                 item.setTextAlignment(col, Qt.AlignmentFlag.AlignRight
                                       | Qt.AlignmentFlag.AlignVCenter)
             item.setForeground(3, segment_color(_BADGE_SEGMENT.get(rec.fit.value, "kv"), dark))
-            item.setToolTip(0, rec.repo)
+            item.setToolTip(0, f"{name}\n{rec.repo}")  # the whole name, when the column cuts it
         self.tree.setHeaderLabels([self.tr("Model"), self.tr("Quantization"),
                                    self.tr("Download"), self.tr("Fits"),
                                    self.tr("Decode t/s (predicted)"), self.tr("Context")])

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import QBuffer, QByteArray
+from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
@@ -80,6 +82,8 @@ def test_answer_contains_paris_and_footer_shows_the_engines_four_speeds(window: 
     assert f"decode {fmt_tps(timings['decode_tps'])} t/s" in window.chat.transcript_text()
     assert window.status_decode.text() == \
         f"Decode: {fmt_tps(timings['decode_tps'])} t/s (last answer)"
+    # the live chart ends on the same figure (not on its last sample during the answer)
+    assert window.chat.chart.values()[-1] == pytest.approx(timings["decode_tps"])
     assert footer.startswith("Last answer: TTFT ")
     assert window.status_engine.text() == "Engine: ready"
     # saved with its figures
@@ -322,3 +326,52 @@ def test_switching_conversation_mid_answer_stops_it_and_keeps_each_apart(window:
     assert chat.messages == first_messages and "Paris" in chat.transcript_text()
     stored = chat.store.messages(second)
     assert stored[-1].finish_reason == "cancelled" and stored[-1].content
+
+
+def test_a_picture_for_a_model_without_a_projector_is_not_sent_and_says_why(
+        window: Any) -> None:
+    from app.chat_images import ImageFile
+
+    chat = window.chat
+    window.show_page("chat")
+    chat.new_conversation()
+    assert window.engine.state == "ready" and not window.engine.spec.mmproj_path
+    png = QImage(8, 8, QImage.Format.Format_RGB32)
+    png.fill(0xFF0000)
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QBuffer.OpenModeFlag.WriteOnly)
+    png.save(buffer, "PNG")
+    chat.attachments.add([ImageFile("image/png", bytes(data.data()))])
+    chat.input.setPlainText("What colour is this?")
+    assert not chat.send()
+    assert chat.input.toPlainText() == "What colour is this?"  # nothing lost
+    assert len(chat.attachments.images) == 1 and chat.conversation_id is None
+    text = chat.transcript_text()
+    assert "does not read images, so the question was not sent" in text
+    assert "Remove the pictures" in text
+    chat.attachments.clear()  # without the picture it goes
+    assert chat.send()
+    wait_until(lambda: not chat.streamer.busy, 120, "the answer")
+    assert "does not read images" not in chat.transcript_text()
+
+def test_unloading_mid_answer_ends_it_as_stopped_not_as_failed(window: Any) -> None:
+    # (last here: it unloads the module's engine)
+    chat = window.chat
+    window.show_page("chat")
+    chat.new_conversation()
+    chat.max_tokens.setValue(2000)
+    chat.temperature.setValue(0.8)
+    results: list[Any] = []
+    chat.sig_answer_finished.connect(results.append)
+    chat.input.setPlainText(LONG_ASK)
+    chat.send_button.click()
+    wait_until(lambda: len(chat.messages[-1].content) > 10 or results, 120, "text")
+    assert not results
+    window.plan.unload_button.click()
+    wait_until(lambda: results, 60, "the answer to end")
+    chat.sig_answer_finished.disconnect(results.append)
+    assert results[0].finish_reason == "cancelled" and chat.last_error == ""
+    text = chat.transcript_text()
+    assert "Stopped." in text and "Cut off" not in text
+    wait_until(lambda: window.engine.state == "unloaded", 60, "the unload")

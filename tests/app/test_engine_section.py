@@ -218,11 +218,13 @@ def test_outside_a_bundle_the_one_installed_build_is_described(
         qtbot.waitUntil(lambda: section.installed is not None, timeout=30000)
     finally:
         runner.shutdown()
-    import llama_cpp
+    from engine.ggml_devices import engine_devices
 
     version = importlib.metadata.version("llama_cpp_python")
-    offload = ("with GPU offload" if llama_cpp.llama_supports_gpu_offload()
-               else "CPU only, without GPU offload")
+    gpus = [d.name for d in engine_devices() if d.kind in ("gpu", "igpu")
+            and not d.name.startswith("RPC")]  # a CPU build with RPC is not "GPU offload"
+    offload = (f"with GPU offload to {', '.join(gpus)}" if gpus
+               else "which finds no GPU here: models run on the CPU")
     assert section.current.text() == (
         f"This installation has one engine build: llama.cpp through llama-cpp-python "
         f"{version}, {offload}.")

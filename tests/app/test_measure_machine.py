@@ -107,3 +107,22 @@ def test_closing_the_app_while_measuring_ends_the_calibration(make_window: Any,
     assert window.runner.shutdown(timeout_ms=10000)  # the child was ended, not waited for
     assert window.runner.active_threads() == 0
     assert len(run_records.samples()) < 10
+
+
+def test_measuring_can_be_stopped_from_home(make_window: Any, qtbot: Any) -> None:
+    from tests.app.conftest import rig_doc
+
+    window = make_window(Inventory.from_json(rig_doc([])))
+    home = window.home
+    home.measure_arguments = ["--max-tokens", "20", "--threads", "1"]  # a full minute
+    assert not home.stop_measure_button.isVisibleTo(home)
+    home.measure_button.click()
+    assert home.stop_measure_button.isVisibleTo(home) and home.stop_measure_button.isEnabled()
+    qtbot.wait(1500)  # the child process is starting
+    home.stop_measure_button.click()
+    assert home.measure_status.text() == "Stopping the measurement…"
+    qtbot.waitUntil(home.measure_button.isEnabled, timeout=30000)  # well before a minute
+    assert home.measure_status.text() == "Measuring stopped."
+    assert not home.stop_measure_button.isVisibleTo(home)
+    assert not home.measure_progress.isVisibleTo(home)
+    assert not window.runner.busy("calibrate")

@@ -68,12 +68,18 @@ def test_models_page_lists_the_demo_and_gguf_files_in_model_folders(
     write_llama(tmp_path / "sub" / "tiny.gguf", header_only=True)
     (tmp_path / "notes.txt").write_text("not a model")
     assert find_models((str(tmp_path),)) == [tmp_path / "sub" / "tiny.gguf"]
+    (tmp_path / "zz-garbage.gguf").write_bytes(b"\x13N\xdc\xa3" * 100)
     window = make_window(rig, AppSettings(model_folders=(str(tmp_path),),
                                           scan_other_apps=False))
-    qtbot.waitUntil(lambda: window.models.list.count() == 2, timeout=10000)
+    qtbot.waitUntil(lambda: window.models.list.count() == 3, timeout=10000)
     items = [window.models.list.item(i) for i in range(window.models.list.count())]
     assert items[0].text().startswith("Demo model")
     assert "sub/tiny.gguf · F16" in items[1].text() and "your folder" in items[1].text()
+    assert "cannot be read" not in items[1].text()
+    # a file that is not a model is listed, marked before anyone picks it, with why
+    assert items[2].text().startswith("zz-garbage.gguf")
+    assert items[2].text().endswith("⚠ cannot be read as a model")
+    assert "GGUF" in items[2].toolTip()
 
 
 def test_a_broken_model_file_reaches_the_error_handler(make_window: Any, rig: Inventory,
@@ -83,7 +89,10 @@ def test_a_broken_model_file_reaches_the_error_handler(make_window: Any, rig: In
     broken.write_bytes(b"GGUF" + b"\xff" * 60)
     window.select_model(broken)
     qtbot.waitUntil(lambda: bool(window.errors.last_message), timeout=10000)
-    assert "not a GGUF model Loadout can read" in window.errors.last_message
+    assert "broken.gguf cannot be read as a GGUF model" in window.errors.last_message
+    from engine.paths import paths  # and the box says where the details are
+
+    assert str(paths().logs) in window.errors._box.informativeText()
     assert window.state.profile is None
 
 
@@ -101,6 +110,8 @@ def test_whatif_edits_gpus_and_ram_and_rig_files_round_trip(
     dialog.add_gpu("rtx 3090")
     assert [g.name for g in dialog.rig.gpus] == ["GeForce RTX 4090", "GeForce RTX 3090"]
     assert dialog.rig.gpus[1].index == 1 and dialog.rig.gpus[1].total_bytes == 24 * GIB
+    dialog.set_ram(int(23.5 * GIB))
+    assert dialog.ram.text() == "23.5 GiB"  # as much as the machine has, not 24
     dialog.set_ram(128 * GIB)
     assert dialog.rig.host.ram_total_bytes == 128 * GIB
     assert dialog.rig.host.ram_available_bytes == 120 * GIB  # 8 GiB stay in use
@@ -128,3 +139,19 @@ def test_choosing_dark_in_settings_darkens_the_window(make_window: Any, rig: Inv
     combo.setCurrentIndex(combo.findData("dark"))
     assert is_dark()
     assert window.palette().window().color().lightness() < light - 100
+
+
+def test_a_model_opened_from_elsewhere_is_listed_on_the_models_page(
+        make_window: Any, rig: Inventory, tmp_path: Path, qtbot: Any) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    opened = write_llama(tmp_path / "elsewhere" / "mine.gguf", header_only=True)
+    window = make_window(rig)
+    qtbot.waitUntil(lambda: not window.models._scanning, timeout=10000)
+    with qtbot.waitSignal(window.state.sig_model_changed, timeout=20000):
+        window.select_model(opened)  # what "Open a .gguf file…" does
+    texts = [window.models.list.item(i).text() for i in range(window.models.list.count())]
+    assert texts[-1].startswith("mine.gguf") and f"opened from {opened.parent}" in texts[-1]
+    assert window.models.list.currentItem().text() == texts[-1]
+    window.models.scan()  # looking again keeps it
+    qtbot.waitUntil(lambda: not window.models._scanning, timeout=10000)
+    assert window.models.list.item(window.models.list.count() - 1).text() == texts[-1]

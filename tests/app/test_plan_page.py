@@ -249,3 +249,27 @@ def test_whatif_second_gpu_is_planned_and_compared_with_this_machine(
     assert f"decode {fmt_tps(alone)} t/s" in page.compare_label.text()
     page.back_button.click()
     assert window.state.whatif is None and not page.compare_label.isVisible()
+
+
+def test_the_advice_rests_on_this_machines_runs_like_the_plan(
+        make_window: Any, demo_model: Path, qtbot: Any) -> None:
+    import json
+
+    from engine import run_records
+    from tests.app.conftest import rig_doc
+
+    window = make_window(Inventory.from_json(rig_doc([])))  # a CPU machine, as here
+    page = window.plan
+    with qtbot.waitSignal(page.sig_advice_shown, timeout=60000):
+        window.select_model(demo_model)
+    assert page.last_advice.calibration is None  # no runs yet
+    features = page.last_plan.engine.run_features
+    record = run_records.recorder(features)
+    assert record is not None
+    predicted = json.loads(features)
+    record({"decode_tps": predicted["decode_tps"] / 2, "prefill_tps": 100.0,
+            "prompt_tokens": 64, "cached_tokens": 0, "generated_tokens": 32}, "stop")
+    with qtbot.waitSignal(page.sig_advice_shown, timeout=60000):
+        window.state.sig_runs_recorded.emit()  # what Home and the engine do after a run
+    assert page.last_plan.calibration is not None and page.last_plan.calibration.runs == 1
+    assert page.last_advice.calibration == page.last_plan.calibration

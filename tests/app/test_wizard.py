@@ -293,6 +293,8 @@ def test_models_page_button_opens_the_wizard_and_offline_the_bundled_catalog_is_
                and r[2].endswith("(estimate)") for r in rows)
     first = outcome.result.items[0]
     assert rows[0][4] == fmt_tps(first.decode_tps) and first.decode_tps > 0
+    item = choose.tree.topLevelItem(0)  # a name the column cuts is whole in its tooltip
+    assert item.toolTip(0).split("\n") == [item.text(0), first.repo]
     assert "Estimated offline" in choose.details.text()
     assert f"≈ {fmt_bytes(first.download_bytes)} to download" in choose.details.text()
     assert not wizard.next_button.isEnabled()  # nothing to download from
