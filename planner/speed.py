@@ -311,13 +311,29 @@ def core_scale(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
     return min(2.0, max(0.3, clock / c.cpu_reference_ghz)) if clock > 0 else 1.0
 
 
+def core_gbps(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
+    """GB/s of Q4_K weights one of this host's cores decodes: measured on the machine
+    (``Host.core_decode_gbps``) when known, else :attr:`SpeedConstants.cpu_core_gbps` at
+    the host's clock (:func:`core_scale`)."""
+    measured = inventory.host.core_decode_gbps
+    return measured if measured > 0 else c.cpu_core_gbps * core_scale(inventory, c)
+
+
+def core_gflops(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
+    """GFLOP/s of Q4_K block matrices one of this host's cores makes in prefill: measured
+    on the machine (``Host.core_prefill_gflops``) when known, else
+    :attr:`SpeedConstants.cpu_core_gflops` at the host's clock (:func:`core_scale`)."""
+    measured = inventory.host.core_prefill_gflops
+    return measured if measured > 0 else c.cpu_core_gflops * core_scale(inventory, c)
+
+
 def host_bandwidth(inventory: Inventory, threads: int, c: SpeedConstants = CONSTANTS,
                    type_rate: float = 1.0) -> float:
     """Effective bytes/s the CPU reads weights at with ``threads`` threads: the RAM's
     bandwidth or what the cores decode (``type_rate``: of these weight types, relative to
     Q4_K), whichever is slower."""
     nominal = inventory.host.bandwidth_gbps * GB * c.cpu_bw_fraction
-    per_core = c.cpu_core_gbps * core_scale(inventory, c) * type_rate
+    per_core = core_gbps(inventory, c) * type_rate
     return min(nominal, max(1, threads) * per_core * GB)
 
 
@@ -356,7 +372,7 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
         / (c.cpu_iq_factor if load.iquant else 1.0)
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
-    cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
+    cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
                       load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead, disk_s,
                       load.flops / cpu, load.layers)
@@ -375,7 +391,7 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
                           load.layers * c.gpu_layer_s + call_s, 0.0)
     threads = worker_threads(inventory, gpu, c)
     bw = min(gpu.bandwidth_gbps * GB * c.cpu_bw_fraction,
-             threads * c.cpu_core_gbps * worker_core_scale(inventory, gpu, c) * GB)
+             threads * worker_core_gbps(inventory, gpu, c) * GB)
     bw /= c.cpu_iq_factor if load.iquant else 1.0
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
@@ -383,9 +399,16 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
                       load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead + call_s, 0.0)
 
 
-def worker_core_scale(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
-    """A worker CPU's per-core speed: this host's when it runs here, else the reference."""
-    return core_scale(inventory, c) if gpu.same_host else 1.0
+def worker_core_gbps(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """GB/s of Q4_K a worker CPU's core decodes: this host's when it runs here, else the
+    reference."""
+    return core_gbps(inventory, c) if gpu.same_host else c.cpu_core_gbps
+
+
+def worker_core_gflops(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """GFLOP/s of Q4_K a worker CPU's core prefills: this host's when it runs here, else
+    the reference."""
+    return core_gflops(inventory, c) if gpu.same_host else c.cpu_core_gflops
 
 
 def worker_threads(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> int:
@@ -546,8 +569,8 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
         disk = load.disk_stored_bytes / disk_bandwidth(inventory, c) / n_ubatch
         flops = load.flops if load.prefill_flops is None else load.prefill_flops
         if gpu is not None and gpu.worker_cpu:
-            cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9 \
-                * worker_core_scale(inventory, gpu, c) * load.cpu_prefill_rate
+            cores = worker_threads(inventory, gpu, c) * worker_core_gflops(inventory, gpu, c) \
+                * 1e9 * load.cpu_prefill_rate
             out.append((load.device, flops / cores))
         elif gpu is not None:
             out.append((load.device, flops / gpu_flops(gpu, c) + disk))
@@ -558,7 +581,7 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
             copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
             out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
         else:
-            cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
+            cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
             attention = 0.0 if flash or not prompt_tokens else \
                 load.attn_flops * prefill_kv_cells(prompt_tokens, n_ubatch) \
                 / (cpu * CPU_PREFILL_ATTENTION_RATE)
