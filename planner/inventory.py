@@ -118,7 +118,10 @@ def _plain(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _num(value: Any, name: str, minimum: float = 0.0) -> float:
-    number = float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(number) or number < minimum:
         raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
     return number

@@ -106,28 +106,33 @@ CONSTANTS = SpeedConstants()
 # Q4_K are repacked for the CPU's SIMD, Q4_1 is not. Types not measured are priced by
 # their bytes (1.0). The RAM's bandwidth bounds every type alike: where it binds (many
 # cores), bytes set the time.
-CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.66, "Q4_0": 1.0,
+# Against one core's measured Q4_K rate (``Host.core_decode_gbps``: random Q4_K weights,
+# the per-layer and KV costs taken out), trained Q4_1 streams 0.46-0.47 per byte (the demo
+# and a model cut from its tensors; its random-weight twin 0.55: bench/core_rate.py,
+# "implied"), so Q4_1 is priced at that: every real model's weights are trained.
+CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.47, "Q4_0": 1.0,
                                    "Q4_K": 1.0}
 
 
-# How fast one core prefills each weight type, per weight, relative to Q4_K's (what
-# ``cpu_core_gflops`` is: the published CPU prefill row, an EPYC 9B14 on Qwen3-30B-A3B
-# Q4_K_M, makes about 49 GFLOP/s per thread). Prefill multiplies a batch of tokens by
-# each weight, so a type costs its kernel's arithmetic, not its bytes:
-# bench/cpu_type_rate.py --prefill 256 (one thread, all-type llamas of one shape, 256
-# tokens in one batch, the calling thread's CPU seconds, 5 rotating rounds) measured per
-# weight F16 0.64, Q8_0 0.76, Q4_1 0.34, Q4_0 0.98 of Q4_K's (104 GFLOP/s here). Q4_0 and
-# Q4_K run llama.cpp's repacked batch kernels, Q8_0 and F16 its tiled ones, Q4_1 one dot
-# product per row and token. Types not measured: 1.0.
-CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.64, "Q8_0": 0.76, "Q4_1": 0.34, "Q4_0": 0.98,
+# How fast one core prefills each weight type's block matrices, per weight, relative to
+# Q4_K's (what ``cpu_core_gflops`` is, and what hardware detection measures per core:
+# ``Host.core_prefill_gflops``). Prefill multiplies a batch of tokens by each weight, so
+# a type costs its kernel's arithmetic, not its bytes: bench/cpu_type_rate.py --prefill
+# 256 (one thread, all-type llamas of one shape, 256 tokens in one batch, the calling
+# thread's CPU seconds, 5 rotating rounds, each model's attention priced as below and
+# taken out) measured per weight F16 0.62, Q8_0 0.74, Q4_1 0.29, Q4_0 0.96 of Q4_K's
+# (139 GFLOP/s here). Q4_0 and Q4_K run llama.cpp's repacked batch kernels, Q8_0 and F16
+# its tiled ones, Q4_1 one dot product per row and token. Types not measured: 1.0.
+CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.62, "Q8_0": 0.74, "Q4_1": 0.29, "Q4_0": 0.96,
                                       "Q4_K": 1.0}
 # A prompt's attention on a CPU without flash attention, per FLOP, relative to Q4_K's
-# weights: llama.cpp multiplies each prompt token by every cache cell in use, the count
-# padded to KV_PAD (its time per token is the same for prompts of 32 to 256 tokens), and
-# the attention matmuls and softmax of the demo's 64-token prompt took 471 us per token
-# (bench/decode_parts.py --prefill-ops: 17.7 MFLOP at 256 cells, 37.5 GFLOP/s, against
-# 104 GFLOP/s of Q4_K weights from bench/cpu_type_rate.py --prefill on the same core).
-CPU_PREFILL_ATTENTION_RATE = 0.36
+# block matrices: llama.cpp multiplies each prompt token by every cache cell in use, the
+# count padded to KV_PAD (its time per token is the same for prompts of 32 to 256 tokens),
+# and the attention matmuls and softmax of the demo's 64-token prompt took 471 us per token
+# (bench/decode_parts.py --prefill-ops: 17.7 MFLOP at 256 cells, 37.5 GFLOP/s). Q4_K's
+# matrices on the same core: 126 GFLOP/s (bench/cpu_type_rate.py --prefill 256 measured
+# 104 GFLOP/s of its llama's whole prompt token, whose attention at 37.5 GFLOP/s is 17%).
+CPU_PREFILL_ATTENTION_RATE = 0.30
 KV_PAD = 256
 
 
