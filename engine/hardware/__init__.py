@@ -256,13 +256,19 @@ def _core_rate(host: Host, cache: ProbeCache, measure: bool, src: Sources, run: 
     engine on a probe model (a child process, about a second) when ``measure``. A probe
     that failed is not retried until the figures are measured again (``remeasure``)."""
     rate = core_rate.from_cache(cache.cpu)
-    if rate is None and measure and not core_rate.failed_before(cache.cpu):
+    # as the RAM's: a figure taken on a busy machine is measured again at every measuring
+    # detection and the best kept (a neighbour can only slow a core down)
+    retry = rate is not None and cache.cpu.get("busy") is True
+    if measure and (retry or (rate is None and not core_rate.failed_before(cache.cpu))):
         probe = src.core_probe or (lambda cancelled: core_rate.measure_in_child(
             cancelled=cancelled))
+        busy = _busy(host.threads)
         found = probe(run.cancelled)
         run.step("cpu_cores", 0.5)  # a cancel during the probe stops here
-        cache.cpu = core_rate.cache_entry(found)
-        rate = found
+        best = core_rate.best(rate, found)
+        if best is not None or rate is None:
+            cache.cpu = core_rate.cache_entry(best, busy=busy)
+        rate = best
     if rate is None:
         run.notes.append("cpu_core_rate_default")
         return host

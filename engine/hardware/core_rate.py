@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,7 +58,7 @@ HEAD_DIM = 64
 N_FF = 2048
 N_VOCAB = 512
 PREFILL_TOKENS = 128
-DECODE_TOKENS = 12
+DECODE_TOKENS = 16
 Q4_K_BLOCK, Q4_K_BYTES = 256, 144
 
 
@@ -265,7 +266,8 @@ def measure(budget_s: float = 1.5, max_rounds: int = 3) -> CoreRate:
                 best_p = min(best_p, probe.run(ids, 0) / PREFILL_TOKENS)
                 probe.clear()
                 per = [probe.run([ids[i]], i) for i in range(DECODE_TOKENS)]
-                best_d = min(best_d, sum(per) / len(per))
+                best_d = min(best_d, statistics.median(per))  # a token a neighbour slowed
+                #   does not count
                 done += 1
                 spent = time.perf_counter() - start
                 if spent + (time.perf_counter() - t0) / done > budget_s:
@@ -353,13 +355,23 @@ def failed_before(entry: Any) -> bool:
         entry.get("failed") is True
 
 
-def cache_entry(rate: CoreRate | None) -> dict[str, Any]:
-    """What the hardware cache keeps of a probe (its failure too: not retried each time)."""
+def cache_entry(rate: CoreRate | None, busy: bool = False) -> dict[str, Any]:
+    """What the hardware cache keeps of a probe (its failure too: not retried each time;
+    ``busy``: the machine was busy, so the next measuring detection measures again)."""
     if rate is None:
         return {"method": METHOD, "failed": True}
     doc = rate.to_json()
     doc.pop("schema")
+    doc["busy"] = busy
     return doc
+
+
+def best(a: CoreRate | None, b: CoreRate | None) -> CoreRate | None:
+    """The faster of two measurements, figure by figure (either may be missing)."""
+    if a is None or b is None:
+        return a or b
+    return CoreRate(max(a.prefill_gflops, b.prefill_gflops), max(a.decode_gbps, b.decode_gbps),
+                    b.seconds, b.rounds)
 
 
 def valid_rate(value: Any) -> bool:
