@@ -241,7 +241,7 @@ def decode_gbps(seconds_per_token: float, n_layers: int, depth: float) -> float:
     return (weights + kv) / left / 1e9
 
 
-def measure(budget_s: float = 1.5, max_rounds: int = 3) -> CoreRate:
+def measure(budget_s: float = 1.1, max_rounds: int = 3) -> CoreRate:
     """Measure this CPU's per-core rates in this process (see the module's text).
 
     Args:
