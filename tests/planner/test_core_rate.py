@@ -73,3 +73,27 @@ def test_measured_core_rates_do_not_lift_decode_above_the_ram() -> None:
     a = plan(_measured(slow_ram, 100.0, 20.0), model, request).predicted.decode_tps
     b = plan(_measured(slow_ram, 100.0, 40.0), model, request).predicted.decode_tps
     assert a == pytest.approx(b)
+
+
+def test_runs_priced_with_the_constants_do_not_correct_a_plan_priced_with_measured_cores(
+        ) -> None:
+    from planner.machine_fit import model_key, plan_regime
+    from planner.request import RunSample
+
+    base = rig(ram_gib=32, ram_bw=400.0, cores=2)
+    measured = _measured(base, 130.0, 15.0)
+    model = S.build(S.QWEN25_3B, "Q4_K_M")
+    old_regime = plan_regime(base, model, plan(base, model, Request(advise=False)))
+    new_regime = plan_regime(measured, model, plan(measured, model, Request(advise=False)))
+    assert old_regime != new_regime
+    # three runs that the constants predicted 3x too slow
+    old_runs = tuple(RunSample(old_regime, model_key(model), 3.0, 3.0) for _ in range(3))
+    on_constants = plan(base, model, Request(advise=False, machine_runs=old_runs))
+    assert on_constants.calibration.runs == 3
+    on_measured = plan(measured, model, Request(advise=False, machine_runs=old_runs))
+    assert on_measured.calibration.runs == 0
+    assert on_measured.predicted == plan(measured, model, Request(advise=False)).predicted
+    new_runs = tuple(RunSample(new_regime, model_key(model), 0.9, 1.1) for _ in range(3))
+    again = plan(measured, model, Request(advise=False, machine_runs=old_runs + new_runs))
+    assert again.calibration.runs == 3 and again.calibration.prefill_factor == \
+        pytest.approx(1.1)
