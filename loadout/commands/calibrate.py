@@ -1,12 +1,13 @@
 """``loadout calibrate [MODEL]``: measure this machine for about a minute.
 
-Measures the machine's hardware figures again (RAM bandwidth, what one CPU core makes of
-Q4_K weights, the disk), loads MODEL (the demo model by default) as ``loadout bench``
-does, measures prefill and
+Loads MODEL (the demo model by default) as ``loadout bench`` does, measures prefill and
 decode on a few greedy requests until the time is up (each recorded by the engine in
 this machine's run records), then plans the model again and prints the correction the
 planner now applies here ("calibrated on N runs on this machine") beside the raw
 prediction. The same :func:`calibrate` serves the app's "Measure this machine".
+
+``--core-only`` measures what one CPU core makes of Q4_K weights instead (about a second)
+and prints it: hardware detection runs it in a child process and keeps the figures.
 """
 
 from __future__ import annotations
@@ -63,7 +64,6 @@ def calibrate(args: argparse.Namespace,
         warm_up,
     )
 
-    remeasure_hardware()
     prompt_tokens = max(1, len(DEFAULT_PROMPT) // 4)
     _launch, engine = plan_and_load(args, prompt_tokens=prompt_tokens,
                                    depth=prompt_tokens + args.max_tokens // 2)
@@ -84,14 +84,6 @@ def calibrate(args: argparse.Namespace,
         engine.close()
     again = plan_and_load_prediction(args, prompt_tokens)
     return Calibration(model=str(args.model), measured=tuple(measured), predicted=again)
-
-
-def remeasure_hardware() -> None:
-    """Measure this machine's figures again (RAM bandwidth, one CPU core's rates, the
-    models folder's disk), so the plans that follow use today's."""
-    from engine.hardware import detect
-
-    detect(remeasure=True)
 
 
 def core_only(as_json: bool) -> int:

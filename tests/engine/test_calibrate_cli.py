@@ -31,10 +31,6 @@ def test_calibrate_records_three_runs_and_the_next_plan_rests_on_them() -> None:
     assert all(r["generated_tokens"] == 20 and r["decode_tps"] > 0 for r in doc["runs"])
     predicted = doc["predicted"]
     assert predicted["calibration"]["runs"] == 3
-    # the machine's figures were measured first: one core's Q4_K rates are in the profile
-    probes = json.loads((Path(os.environ["LOADOUT_HOME"]) / "cache" /
-                         "hardware-probes.json").read_text())
-    assert probes["cpu"]["prefill_gflops"] > 0 and probes["cpu"]["decode_gbps"] > 0
     assert predicted["calibration"]["scope"] == "model"
     assert predicted["raw"]["decode_tps"] > 0
     # the plan command says so too, with the raw prediction beside it
