@@ -53,7 +53,8 @@ class SpeedConstants:
     gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
     cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
     cpu_core_gbps: float = 7.0             # what one core can stream of Q4_K (many-
-    #   channel caps); other weight types by :data:`CPU_BYTE_RATE`
+    #   channel caps); other weight types by :data:`CPU_BYTE_RATE`. Only where the host's
+    #   own rate was not measured (``Host.core_decode_gbps``: a rig of another machine)
     cpu_reference_ghz: float = 3.5         # ... at this clock: the per-core rates scale
     #   with the host's clock when it is known (the CPU rows' machines run near 3.5 GHz
     #   all-core; this 2.1 GHz VM streams SmolLM2's Q4_1 at about 4.2 GB/s per core)
@@ -69,7 +70,8 @@ class SpeedConstants:
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
     gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
-    cpu_core_gflops: float = 45.0          # quantized matmul per core in prefill
+    cpu_core_gflops: float = 45.0          # quantized matmul per core in prefill (where
+    #   ``Host.core_prefill_gflops`` was not measured)
     pcie_fraction: float = 0.75            # host->GPU copies of weights in prefill
     metal_verify_cost: float = 0.45        # batch verify does not amortise on Apple GPUs
     #   (elsewhere a verified token costs its compute: see :func:`verify_cost`)
