@@ -1,6 +1,7 @@
 """``loadout calibrate [MODEL]``: measure this machine for about a minute.
 
-Loads MODEL (the demo model by default) as ``loadout bench`` does, measures prefill and
+Measures the machine's figures not measured yet (as hardware detection does), loads MODEL
+(the demo model by default) as ``loadout bench`` does, measures prefill and
 decode on a few greedy requests until the time is up (each recorded by the engine in
 this machine's run records), then plans the model again and prints the correction the
 planner now applies here ("calibrated on N runs on this machine") beside the raw
@@ -64,6 +65,7 @@ def calibrate(args: argparse.Namespace,
         warm_up,
     )
 
+    measure_machine()
     prompt_tokens = max(1, len(DEFAULT_PROMPT) // 4)
     _launch, engine = plan_and_load(args, prompt_tokens=prompt_tokens,
                                    depth=prompt_tokens + args.max_tokens // 2)
@@ -84,6 +86,16 @@ def calibrate(args: argparse.Namespace,
         engine.close()
     again = plan_and_load_prediction(args, prompt_tokens)
     return Calibration(model=str(args.model), measured=tuple(measured), predicted=again)
+
+
+def measure_machine() -> None:
+    """Measure the machine's figures that are not measured yet (RAM bandwidth, one CPU
+    core's rates: a few seconds on a fresh profile, nothing once cached), as the app does
+    at its start: the runs are then recorded against the plans every later detection
+    makes (a plan priced with measured cores does not learn from runs priced without)."""
+    from engine.hardware import detect
+
+    detect(model_dirs=[])
 
 
 def core_only(as_json: bool) -> int:
