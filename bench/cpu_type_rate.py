@@ -19,7 +19,10 @@ calling thread's CPU seconds per prompt token, the models in turn round after ro
 Prefill multiplies a batch of tokens by each weight (compute, not streaming), so it is
 printed per weight: each type's rate over Q4_K's, and the GFLOP/s one core makes of the
 block matrices (two per weight per token; the output layer runs for the last token only),
-beside what the planner predicts.
+beside what the planner predicts, and (``matrices``) each type's block matrices alone over
+Q4_K's, every model's attention priced as the planner prices it and taken out of its time
+(the planner's ``CPU_PREFILL_RATE``; Q4_K's own rate there is what hardware detection
+measures per core).
 
 Run: ``.venv/bin/python bench/cpu_type_rate.py [--prefill 256]`` (about three minutes;
 CPU).
