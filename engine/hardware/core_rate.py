@@ -302,15 +302,17 @@ def measure_in_child(timeout_s: float = 60.0, cancelled: Callable[[], bool] = la
         log.warning("the CPU core probe did not start: %s", exc)
         return None
     deadline = time.monotonic() + timeout_s
-    while child.poll() is None:
-        if cancelled() or time.monotonic() > deadline:
-            child.kill()
-            child.communicate()
-            log.warning("the CPU core probe was %s", "cancelled" if cancelled() else
-                        f"stopped after {timeout_s:.0f} s")
-            return None
-        time.sleep(0.02)
-    out, err = child.communicate()
+    while True:
+        try:  # reads both pipes as they fill: a chatty child never blocks on its stderr
+            out, err = child.communicate(timeout=0.05)
+            break
+        except subprocess.TimeoutExpired:
+            if cancelled() or time.monotonic() > deadline:
+                child.kill()
+                child.communicate()
+                log.warning("the CPU core probe was %s", "cancelled" if cancelled() else
+                            f"stopped after {timeout_s:.0f} s")
+                return None
     if child.returncode != 0:
         log.warning("the CPU core probe failed (exit %d): %s", child.returncode,
                     err.strip()[-500:])

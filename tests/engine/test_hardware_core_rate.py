@@ -118,3 +118,11 @@ def test_a_rate_measured_while_busy_is_measured_again_and_the_best_kept(
     assert not answers
     fourth = detect(model_dirs=[], sources=sources).host  # ... and not measured again
     assert (fourth.core_prefill_gflops, fourth.core_decode_gbps) == (130.0, 20.0)
+
+
+def test_a_child_that_writes_much_to_stderr_is_still_read() -> None:
+    good = json.dumps({"schema": core_rate.SCHEMA, "method": core_rate.METHOD,
+                       "prefill_gflops": 99.5, "decode_gbps": 12.25})
+    chatty = f"import sys; sys.stderr.write('log line\\n' * 100000); print({good!r})"
+    rate = core_rate.measure_in_child(timeout_s=20, command=[sys.executable, "-c", chatty])
+    assert rate is not None and rate.prefill_gflops == 99.5
