@@ -19,7 +19,10 @@ calling thread's CPU seconds per prompt token, the models in turn round after ro
 Prefill multiplies a batch of tokens by each weight (compute, not streaming), so it is
 printed per weight: each type's rate over Q4_K's, and the GFLOP/s one core makes of the
 block matrices (two per weight per token; the output layer runs for the last token only),
-beside what the planner predicts.
+beside what the planner predicts, and (``matrices``) each type's block matrices alone over
+Q4_K's, every model's attention priced as the planner prices it and taken out of its time
+(the planner's ``CPU_PREFILL_RATE``; Q4_K's own rate there is what hardware detection
+measures per core).
 
 Run: ``.venv/bin/python bench/cpu_type_rate.py [--prefill 256]`` (about three minutes;
 CPU).
@@ -157,20 +160,35 @@ def prefill(args: argparse.Namespace) -> int:
             for m in models.values():
                 m.free()
     ref = runs[REFERENCE]
+    # the speed model's rate per type is of the block matrices alone: every model's
+    # attention (the same in each: one shape) priced as the planner prices it, at
+    # CPU_PREFILL_ATTENTION_RATE of Q4_K's rate, is taken out of its time first
+    from planner.speed import CPU_PREFILL_ATTENTION_RATE, prefill_kv_cells
+
+    n_layers, n_head, head_dim = 16, 12, 64
+    attn = n_layers * 2 * n_head * 2 * head_dim * prefill_kv_cells(args.prefill, 512) \
+        / CPU_PREFILL_ATTENTION_RATE
+    base = (2 * weights[REFERENCE] + attn) / statistics.median(ref)  # Q4_K's FLOP/s
     ref_pred = 1.0 / float(predicted[REFERENCE].get("prefill_tps") or 1.0)
     print(f"prefill per prompt token over {REFERENCE}'s (calling thread CPU seconds, median "
           f"over {args.rounds} rotating rounds; 1 thread, {args.prefill} tokens in one "
           f"batch); the same weights per token in every model:")
     print(f"  {'type':<5} {'CPU t/s':>7} {'time':>6} {'range':>11} {'weights/s':>9} "
-          f"{'GFLOP/s':>7} {'predicted':>9} {'vs CPU':>7}")
+          f"{'GFLOP/s':>7} {'predicted':>9} {'vs CPU':>7} {'matrices':>8}")
     for t in TYPES:
         rel = [v / b for v, b in zip(runs[t], ref, strict=True)]
         time_rel = statistics.median(rel)
         per_token = statistics.median(runs[t])
         gflops = 2 * weights[t] / per_token / 1e9
         pred = 1.0 / float(predicted[t].get("prefill_tps") or 1.0) / ref_pred
+        # the block matrices' own rate over Q4_K's, attention taken out
+        matrices = 2 * weights[t] / (per_token - attn / base) / base
         print(f"  {t:<5} {1 / per_token:7.1f} {time_rel:6.3f} {min(rel):4.2f}..{max(rel):5.2f} "
-              f"{1 / time_rel:9.2f} {gflops:7.1f} {pred:9.3f} {(pred / time_rel - 1) * 100:+6.1f}%")
+              f"{1 / time_rel:9.2f} {gflops:7.1f} {pred:9.3f} {(pred / time_rel - 1) * 100:+6.1f}% "
+              f"{matrices:8.3f}")
+    print(f"matrices: each type's block matrices over Q4_K's per weight, attention taken out "
+          f"(Q4_K's matrices: {base / 1e9:.1f} GFLOP/s, the figure hardware detection "
+          f"measures)")
     return 0
 
 

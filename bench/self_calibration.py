@@ -1,6 +1,8 @@
 """Learning this machine: how close the prediction gets after a few measured runs.
 
-With an empty record of runs (a temporary ``LOADOUT_HOME``), it measures a model (the demo)
+With an empty record of runs (a temporary ``LOADOUT_HOME``), it detects the machine as the
+app does at its first start (``loadout detect``: RAM bandwidth and one core's Q4_K rates,
+measured and kept in the profile), then measures a model (the demo)
 with ``loadout bench`` three times (each run is recorded by the engine). Then, with
 recording off (so every later run is predicted from those same three runs), it measures
 that model and a similar model (a llama of another depth and width cut from the demo's
@@ -83,6 +85,17 @@ def bench(model: str, args: argparse.Namespace, env: dict[str, str]) -> dict[str
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
     doc: dict[str, Any] = json.loads(out.stdout)
     return doc
+
+
+def detected(env: dict[str, str]) -> dict[str, Any]:
+    """``loadout detect --json`` in the profile of ``env`` (it measures and caches the
+    machine's figures); its host."""
+    cmd = [sys.executable, "-m", "loadout", "detect", "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
+    host: dict[str, Any] = json.loads(out.stdout)["host"]
+    return host
 
 
 class Loaded:
@@ -242,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         args.prompt_file.write_text(PROMPT, encoding="utf-8")
         similar = str(similar_model(Path(tmp)))
         other = str(similar_model(Path(tmp), "Q8_0"))
+        # the machine is detected first, as the app does at its first start: that
+        # measures its figures (RAM bandwidth, one core's Q4_K rates) into the profile
+        host = detected(env)
+        print(f"detected: one core {host.get('core_prefill_gflops', 0):.1f} GFLOP/s prefill, "
+              f"{host.get('core_decode_gbps', 0):.2f} GB/s decode of Q4_K; RAM "
+              f"{host.get('bandwidth_gbps', 0):.1f} GB/s", flush=True)
         trained: list[dict[str, Any]] = []
         for i in range(args.runs):
             trained.append(bench("demo", args, env))

@@ -19,7 +19,7 @@ from planner.plan_types import Advice, Bottleneck, Plan
 from planner.profile import ModelProfile, TensorKind
 from planner.quant import LADDER, NOMINAL_BITS, rescaled, smaller_tier
 from planner.request import Request
-from planner.speed import CONSTANTS, DISK, HOST, core_scale, gpu_of
+from planner.speed import CONSTANTS, DISK, HOST, core_gbps, gpu_of
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def _host_core_bound(plan: Plan, inventory: Inventory) -> bool:
     """True when the CPU's cores, not its RAM, limit how fast it reads weights."""
     threads = plan.engine.n_threads
     nominal = inventory.host.bandwidth_gbps * CONSTANTS.cpu_bw_fraction
-    return threads * CONSTANTS.cpu_core_gbps * core_scale(inventory) < nominal
+    return threads * core_gbps(inventory) < nominal
 
 
 Replan = Callable[[Inventory, ModelProfile, Request], "Plan"]

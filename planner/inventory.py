@@ -32,7 +32,13 @@ class DiskKind(StrEnum):
 
 @dataclass(frozen=True)
 class Host:
-    """The CPU side: RAM and its bandwidth, cores."""
+    """The CPU side: RAM and its bandwidth, cores.
+
+    ``core_prefill_gflops`` / ``core_decode_gbps``: what one core makes of Q4_K weights
+    with the engine's own kernels, measured on this machine (GFLOP/s of a prompt batch,
+    GB/s of a decoded token's weights); 0.0 when not measured (another machine's rig:
+    the speed model's constants at the host's clock are used).
+    """
 
     cpu: str
     cores: int
@@ -44,6 +50,8 @@ class Host:
     numa_nodes: int = 1
     measured: tuple[str, ...] = ()
     clock_ghz: float = 0.0        # the cores' top clock; 0 when unknown
+    core_prefill_gflops: float = 0.0
+    core_decode_gbps: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,10 @@ def _plain(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _num(value: Any, name: str, minimum: float = 0.0) -> float:
-    number = float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(number) or number < minimum:
         raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
     return number
@@ -172,6 +183,8 @@ def _host(h: Mapping[str, Any]) -> Host:
         numa_nodes=max(1, _int(h.get("numa_nodes", 1), "numa_nodes")),
         measured=tuple(str(m) for m in h.get("measured", ())),
         clock_ghz=_num(h.get("clock_ghz", 0.0), "clock_ghz", 0.0),
+        core_prefill_gflops=_num(h.get("core_prefill_gflops", 0.0), "core_prefill_gflops"),
+        core_decode_gbps=_num(h.get("core_decode_gbps", 0.0), "core_decode_gbps"),
     )
 
 

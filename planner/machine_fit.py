@@ -32,6 +32,10 @@ from planner.speed import HOST, Speed, gpu_of
 log = logging.getLogger(__name__)
 
 LOW, HIGH = 1 / 3, 3.0      # the correction never goes further than this
+# A regime whose host part is priced with this machine's measured core rates (Host.
+# core_prefill_gflops) says so: runs predicted with the published constants (3x slower
+# here) must not correct a plan priced with the measured rates, nor the other way round.
+CORE_MEASURED = "/core"
 RECENT = 20                 # the latest runs of a regime that count
 SAME_MODEL_MIN = 2          # runs of the same model that outweigh the regime's
 MIN_DECODE_TOKENS = 16      # a shorter answer's decode figure is noise
@@ -42,7 +46,8 @@ NO_CORRECTION = MachineCorrection()
 
 
 def regime_of(backend: str, moe: bool, offloaded: bool, speculative: bool) -> str:
-    """The regime key: ``backend/dense|moe/resident|offloaded/plain|spec``."""
+    """The regime key: ``backend/dense|moe/resident|offloaded/plain|spec`` (a plan whose
+    host part is priced with measured core rates adds :data:`CORE_MEASURED`)."""
     return "/".join((backend, "moe" if moe else "dense",
                      "offloaded" if offloaded else "resident",
                      "spec" if speculative else "plain"))
@@ -60,8 +65,15 @@ def plan_regime(inventory: Inventory, profile: ModelProfile, plan: Plan) -> str:
         gpu = gpu_of(inventory, gpus[0])
         backend = gpu.backend.value if gpu is not None else "cpu"
     offloaded = bool(gpus) and HOST in (devices | experts)
-    return regime_of(backend, profile.is_moe, offloaded,
-                     plan.speculative.mode != SpecMode.OFF)
+    regime = regime_of(backend, profile.is_moe, offloaded,
+                       plan.speculative.mode != SpecMode.OFF)
+    return regime + CORE_MEASURED if HOST in (devices | experts) and \
+        inventory.host.core_prefill_gflops > 0 else regime
+
+
+def _same_basis(a: str, b: str) -> bool:
+    """Whether two regimes' host parts were priced alike (measured cores or constants)."""
+    return a.endswith(CORE_MEASURED) == b.endswith(CORE_MEASURED)
 
 
 def model_key(profile: ModelProfile) -> str:
@@ -111,7 +123,8 @@ def fit_correction(samples: Sequence[RunSample], regime: str, model: str = ""
         pool, scope = same, "model"
     elif not in_regime:
         backend = regime.split("/", 1)[0]
-        pool = [s for s in samples if s.regime.split("/", 1)[0] == backend][-RECENT:]
+        pool = [s for s in samples if s.regime.split("/", 1)[0] == backend
+                and _same_basis(s.regime, regime)][-RECENT:]
         scope, strength = "backend", 0.5
     if not pool:
         return replace(NO_CORRECTION, regime=regime)

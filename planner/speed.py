@@ -53,7 +53,8 @@ class SpeedConstants:
     gpu_kv_cost: float = 1.7               # a KV byte costs this many weight bytes (GPU)
     cpu_bw_fraction: float = 0.80          # of nominal RAM bandwidth
     cpu_core_gbps: float = 7.0             # what one core can stream of Q4_K (many-
-    #   channel caps); other weight types by :data:`CPU_BYTE_RATE`
+    #   channel caps); other weight types by :data:`CPU_BYTE_RATE`. Only where the host's
+    #   own rate was not measured (``Host.core_decode_gbps``: a rig of another machine)
     cpu_reference_ghz: float = 3.5         # ... at this clock: the per-core rates scale
     #   with the host's clock when it is known (the CPU rows' machines run near 3.5 GHz
     #   all-core; this 2.1 GHz VM streams SmolLM2's Q4_1 at about 4.2 GB/s per core)
@@ -69,7 +70,8 @@ class SpeedConstants:
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
     gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
-    cpu_core_gflops: float = 45.0          # quantized matmul per core in prefill
+    cpu_core_gflops: float = 45.0          # quantized matmul per core in prefill (where
+    #   ``Host.core_prefill_gflops`` was not measured)
     pcie_fraction: float = 0.75            # host->GPU copies of weights in prefill
     metal_verify_cost: float = 0.45        # batch verify does not amortise on Apple GPUs
     #   (elsewhere a verified token costs its compute: see :func:`verify_cost`)
@@ -106,28 +108,33 @@ CONSTANTS = SpeedConstants()
 # Q4_K are repacked for the CPU's SIMD, Q4_1 is not. Types not measured are priced by
 # their bytes (1.0). The RAM's bandwidth bounds every type alike: where it binds (many
 # cores), bytes set the time.
-CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.66, "Q4_0": 1.0,
+# Against one core's measured Q4_K rate (``Host.core_decode_gbps``: random Q4_K weights,
+# the per-layer and KV costs taken out), trained Q4_1 streams 0.46-0.47 per byte (the demo
+# and a model cut from its tensors; its random-weight twin 0.55: bench/core_rate.py,
+# "implied"), so Q4_1 is priced at that: every real model's weights are trained.
+CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.47, "Q4_0": 1.0,
                                    "Q4_K": 1.0}
 
 
-# How fast one core prefills each weight type, per weight, relative to Q4_K's (what
-# ``cpu_core_gflops`` is: the published CPU prefill row, an EPYC 9B14 on Qwen3-30B-A3B
-# Q4_K_M, makes about 49 GFLOP/s per thread). Prefill multiplies a batch of tokens by
-# each weight, so a type costs its kernel's arithmetic, not its bytes:
-# bench/cpu_type_rate.py --prefill 256 (one thread, all-type llamas of one shape, 256
-# tokens in one batch, the calling thread's CPU seconds, 5 rotating rounds) measured per
-# weight F16 0.64, Q8_0 0.76, Q4_1 0.34, Q4_0 0.98 of Q4_K's (104 GFLOP/s here). Q4_0 and
-# Q4_K run llama.cpp's repacked batch kernels, Q8_0 and F16 its tiled ones, Q4_1 one dot
-# product per row and token. Types not measured: 1.0.
-CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.64, "Q8_0": 0.76, "Q4_1": 0.34, "Q4_0": 0.98,
+# How fast one core prefills each weight type's block matrices, per weight, relative to
+# Q4_K's (what ``cpu_core_gflops`` is, and what hardware detection measures per core:
+# ``Host.core_prefill_gflops``). Prefill multiplies a batch of tokens by each weight, so
+# a type costs its kernel's arithmetic, not its bytes: bench/cpu_type_rate.py --prefill
+# 256 (one thread, all-type llamas of one shape, 256 tokens in one batch, the calling
+# thread's CPU seconds, 5 rotating rounds, each model's attention priced as below and
+# taken out) measured per weight F16 0.62, Q8_0 0.74, Q4_1 0.29, Q4_0 0.96 of Q4_K's
+# (139 GFLOP/s here). Q4_0 and Q4_K run llama.cpp's repacked batch kernels, Q8_0 and F16
+# its tiled ones, Q4_1 one dot product per row and token. Types not measured: 1.0.
+CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.62, "Q8_0": 0.74, "Q4_1": 0.29, "Q4_0": 0.96,
                                       "Q4_K": 1.0}
 # A prompt's attention on a CPU without flash attention, per FLOP, relative to Q4_K's
-# weights: llama.cpp multiplies each prompt token by every cache cell in use, the count
-# padded to KV_PAD (its time per token is the same for prompts of 32 to 256 tokens), and
-# the attention matmuls and softmax of the demo's 64-token prompt took 471 us per token
-# (bench/decode_parts.py --prefill-ops: 17.7 MFLOP at 256 cells, 37.5 GFLOP/s, against
-# 104 GFLOP/s of Q4_K weights from bench/cpu_type_rate.py --prefill on the same core).
-CPU_PREFILL_ATTENTION_RATE = 0.36
+# block matrices: llama.cpp multiplies each prompt token by every cache cell in use, the
+# count padded to KV_PAD (its time per token is the same for prompts of 32 to 256 tokens),
+# and the attention matmuls and softmax of the demo's 64-token prompt took 471 us per token
+# (bench/decode_parts.py --prefill-ops: 17.7 MFLOP at 256 cells, 37.5 GFLOP/s). Q4_K's
+# matrices on the same core: 126 GFLOP/s (bench/cpu_type_rate.py --prefill 256 measured
+# 104 GFLOP/s of its llama's whole prompt token, whose attention at 37.5 GFLOP/s is 17%).
+CPU_PREFILL_ATTENTION_RATE = 0.30
 KV_PAD = 256
 
 
@@ -311,13 +318,29 @@ def core_scale(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
     return min(2.0, max(0.3, clock / c.cpu_reference_ghz)) if clock > 0 else 1.0
 
 
+def core_gbps(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
+    """GB/s of Q4_K weights one of this host's cores decodes: measured on the machine
+    (``Host.core_decode_gbps``) when known, else :attr:`SpeedConstants.cpu_core_gbps` at
+    the host's clock (:func:`core_scale`)."""
+    measured = inventory.host.core_decode_gbps
+    return measured if measured > 0 else c.cpu_core_gbps * core_scale(inventory, c)
+
+
+def core_gflops(inventory: Inventory, c: SpeedConstants = CONSTANTS) -> float:
+    """GFLOP/s of Q4_K block matrices one of this host's cores makes in prefill: measured
+    on the machine (``Host.core_prefill_gflops``) when known, else
+    :attr:`SpeedConstants.cpu_core_gflops` at the host's clock (:func:`core_scale`)."""
+    measured = inventory.host.core_prefill_gflops
+    return measured if measured > 0 else c.cpu_core_gflops * core_scale(inventory, c)
+
+
 def host_bandwidth(inventory: Inventory, threads: int, c: SpeedConstants = CONSTANTS,
                    type_rate: float = 1.0) -> float:
     """Effective bytes/s the CPU reads weights at with ``threads`` threads: the RAM's
     bandwidth or what the cores decode (``type_rate``: of these weight types, relative to
     Q4_K), whichever is slower."""
     nominal = inventory.host.bandwidth_gbps * GB * c.cpu_bw_fraction
-    per_core = c.cpu_core_gbps * core_scale(inventory, c) * type_rate
+    per_core = core_gbps(inventory, c) * type_rate
     return min(nominal, max(1, threads) * per_core * GB)
 
 
@@ -356,7 +379,7 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
         / (c.cpu_iq_factor if load.iquant else 1.0)
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
-    cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
+    cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
                       load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead, disk_s,
                       load.flops / cpu, load.layers)
@@ -375,7 +398,7 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
                           load.layers * c.gpu_layer_s + call_s, 0.0)
     threads = worker_threads(inventory, gpu, c)
     bw = min(gpu.bandwidth_gbps * GB * c.cpu_bw_fraction,
-             threads * c.cpu_core_gbps * worker_core_scale(inventory, gpu, c) * GB)
+             threads * worker_core_gbps(inventory, gpu, c) * GB)
     bw /= c.cpu_iq_factor if load.iquant else 1.0
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
@@ -383,9 +406,16 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
                       load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead + call_s, 0.0)
 
 
-def worker_core_scale(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
-    """A worker CPU's per-core speed: this host's when it runs here, else the reference."""
-    return core_scale(inventory, c) if gpu.same_host else 1.0
+def worker_core_gbps(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """GB/s of Q4_K a worker CPU's core decodes: this host's when it runs here, else the
+    reference."""
+    return core_gbps(inventory, c) if gpu.same_host else c.cpu_core_gbps
+
+
+def worker_core_gflops(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
+    """GFLOP/s of Q4_K a worker CPU's core prefills: this host's when it runs here, else
+    the reference."""
+    return core_gflops(inventory, c) if gpu.same_host else c.cpu_core_gflops
 
 
 def worker_threads(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> int:
@@ -546,8 +576,8 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
         disk = load.disk_stored_bytes / disk_bandwidth(inventory, c) / n_ubatch
         flops = load.flops if load.prefill_flops is None else load.prefill_flops
         if gpu is not None and gpu.worker_cpu:
-            cores = worker_threads(inventory, gpu, c) * c.cpu_core_gflops * 1e9 \
-                * worker_core_scale(inventory, gpu, c) * load.cpu_prefill_rate
+            cores = worker_threads(inventory, gpu, c) * worker_core_gflops(inventory, gpu, c) \
+                * 1e9 * load.cpu_prefill_rate
             out.append((load.device, flops / cores))
         elif gpu is not None:
             out.append((load.device, flops / gpu_flops(gpu, c) + disk))
@@ -558,7 +588,7 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
             copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
             out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
         else:
-            cpu = max(1, threads) * c.cpu_core_gflops * core_scale(inventory, c) * 1e9
+            cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
             attention = 0.0 if flash or not prompt_tokens else \
                 load.attn_flops * prefill_kv_cells(prompt_tokens, n_ubatch) \
                 / (cpu * CPU_PREFILL_ATTENTION_RATE)

@@ -3,7 +3,8 @@
 Sources, in order: the host (``/proc``, psutil), NVIDIA GPUs (NVML), AMD GPUs (amdsmi or
 sysfs), an Apple GPU, then the devices the llama.cpp engine itself sees (which orders the
 GPUs and adds Intel / Vulkan-only / Metal devices). Then measurements: host RAM bandwidth,
-GPU bandwidth when ``torch`` is installed, and a read probe of each model folder. Measured
+what one CPU core makes of Q4_K weights with the engine's kernels (``core_rate``), GPU
+bandwidth when ``torch`` is installed, and a read probe of each model folder. Measured
 figures are cached per machine in the user cache folder; ``remeasure=True`` refreshes them.
 
 Nothing here raises for missing hardware or drivers: each part that cannot be told is
@@ -24,7 +25,7 @@ from typing import Any
 
 from engine.errors import DetectionCancelled
 from engine.ggml_devices import EngineDevice
-from engine.hardware import amd, apple, nvidia
+from engine.hardware import amd, apple, core_rate, nvidia
 from engine.hardware.bandwidth import host_bandwidth, load_torch, torch_gpu_bandwidth
 from engine.hardware.cache import ProbeCache, fingerprint
 from engine.hardware.disks import NOMINAL_READ_GBPS, block_device, probe_read
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, float], None]
 """Called with a step name (``host``, ``gpus``, ``engine``, ``host_bandwidth``,
-``gpu_bandwidth``, ``disks``, ``done``) and the fraction of the work done (0..1)."""
+``cpu_cores``, ``gpu_bandwidth``, ``disks``, ``done``) and the fraction of the work done
+(0..1)."""
 
 # Reasons NVML gives on a machine that simply has no NVIDIA GPU.
 _NO_NVIDIA = frozenset({"nvml_not_installed", "nvml_unavailable", "nvidia_driver_not_loaded"})
@@ -54,7 +56,8 @@ class Sources:
     ``nvml`` / ``amdsmi`` / ``torch``: the module or a stand-in (``None``: import the real
     one if installed). ``engine_devices``: returns the engine's device list (``None``: ask
     the llama.cpp build). ``cache_dir``: where measurements are cached (``None``: the user
-    cache folder).
+    cache folder). ``core_probe``: measures one CPU core's rates, given the cancel check
+    (``None``: the engine in a child process, :func:`core_rate.measure_in_child`).
     """
 
     nvml: Any = None
@@ -65,6 +68,7 @@ class Sources:
     engine_devices: Callable[[], Sequence[EngineDevice]] | None = None
     env: Mapping[str, str] | None = None
     cache_dir: Path | None = None
+    core_probe: Callable[[Callable[[], bool]], core_rate.CoreRate | None] | None = None
 
 
 class _Run:
@@ -125,9 +129,11 @@ def detect(*, model_dirs: Sequence[Path] | None = None, measure: bool = True,
     if remeasure and measure:
         # Forget the host and GPU figures; disks are re-measured as they are visited, so
         # a disk not named this time keeps its figure.
-        cache.host, cache.gpus = {}, {}
+        cache.host, cache.gpus, cache.cpu = {}, {}, {}
     run.step("host_bandwidth", 0.35)
     host = _host_bandwidth(host, cache, measure, run)
+    run.step("cpu_cores", 0.45)
+    host = _core_rate(host, cache, measure, src, run)
     run.step("gpu_bandwidth", 0.55)
     gpus = _gpu_bandwidth(gpus, cache, measure, src, run)
     run.step("disks", 0.7)
@@ -242,6 +248,33 @@ def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> 
     if busy:
         run.notes.append("host_busy_while_measuring")
     return replace(host, bandwidth_gbps=gbps, measured=(*host.measured, "bandwidth_gbps"))
+
+
+def _core_rate(host: Host, cache: ProbeCache, measure: bool, src: Sources, run: _Run
+               ) -> Host:
+    """The host with one core's measured Q4_K rates: cached, else measured once by the
+    engine on a probe model (a child process, about a second) when ``measure``. A probe
+    that failed is not retried until the figures are measured again (``remeasure``)."""
+    rate = core_rate.from_cache(cache.cpu)
+    # as the RAM's: a figure taken on a busy machine is measured again at every measuring
+    # detection and the best kept (a neighbour can only slow a core down)
+    retry = rate is not None and cache.cpu.get("busy") is True
+    if measure and (retry or (rate is None and not core_rate.failed_before(cache.cpu))):
+        probe = src.core_probe or (lambda cancelled: core_rate.measure_in_child(
+            cancelled=cancelled))
+        busy = _busy(host.threads)
+        found = probe(run.cancelled)
+        run.step("cpu_cores", 0.5)  # a cancel during the probe stops here
+        best = core_rate.best(rate, found)
+        if best is not None or rate is None:
+            cache.cpu = core_rate.cache_entry(best, busy=busy)
+        rate = best
+    if rate is None:
+        run.notes.append("cpu_core_rate_default")
+        return host
+    return replace(host, core_prefill_gflops=rate.prefill_gflops,
+                   core_decode_gbps=rate.decode_gbps,
+                   measured=(*host.measured, "core_prefill_gflops", "core_decode_gbps"))
 
 
 def _busy(threads: int) -> bool:

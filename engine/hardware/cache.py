@@ -36,6 +36,7 @@ class ProbeCache:
     host: dict[str, Any] = field(default_factory=dict)
     gpus: dict[str, dict[str, Any]] = field(default_factory=dict)
     disks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cpu: dict[str, Any] = field(default_factory=dict)  # one core's rates (core_rate.py)
 
     @staticmethod
     def load(folder: Path, fingerprint: str) -> ProbeCache:
@@ -50,14 +51,15 @@ class ProbeCache:
         try:
             return ProbeCache(fingerprint, host=dict(doc.get("host", {})),
                               gpus={str(k): dict(v) for k, v in doc.get("gpus", {}).items()},
-                              disks={str(k): dict(v) for k, v in doc.get("disks", {}).items()})
+                              disks={str(k): dict(v) for k, v in doc.get("disks", {}).items()},
+                              cpu=dict(doc.get("cpu", {})))
         except (TypeError, ValueError, AttributeError):
             return ProbeCache(fingerprint)
 
     def save(self, folder: Path) -> None:
         """Write atomically; a failure is logged, never raised (the cache is optional)."""
         doc = {"schema": SCHEMA, "fingerprint": self.fingerprint, "host": self.host,
-               "gpus": self.gpus, "disks": self.disks}
+               "gpus": self.gpus, "disks": self.disks, "cpu": self.cpu}
         try:
             folder.mkdir(parents=True, exist_ok=True)
             tmp = folder / f".{FILE_NAME}.{os.getpid()}.tmp"

@@ -38,6 +38,8 @@ EXPLANATIONS: dict[str, str] = {
     "zero_free_reported": "the driver reports no free memory on this GPU",
     "free_from_engine": "free memory taken from the engine (the driver reported none)",
     "host_bandwidth_default": "RAM bandwidth not measured: a typical figure is assumed",
+    "cpu_core_rate_default": "what one CPU core computes was not measured: typical figures "
+                             "at the CPU's clock are assumed",
     "host_busy_while_measuring": "the CPUs were busy while RAM bandwidth was measured: run "
                                  "'loadout detect --remeasure' when the machine is idle",
     "gpu_probe_unavailable": "GPU bandwidth is the driver's peak: install loadout[probe] "

@@ -1,10 +1,14 @@
 """``loadout calibrate [MODEL]``: measure this machine for about a minute.
 
-Loads MODEL (the demo model by default) as ``loadout bench`` does, measures prefill and
+Measures the machine's figures not measured yet (as hardware detection does), loads MODEL
+(the demo model by default) as ``loadout bench`` does, measures prefill and
 decode on a few greedy requests until the time is up (each recorded by the engine in
 this machine's run records), then plans the model again and prints the correction the
 planner now applies here ("calibrated on N runs on this machine") beside the raw
 prediction. The same :func:`calibrate` serves the app's "Measure this machine".
+
+``--core-only`` measures what one CPU core makes of Q4_K weights instead (about a second)
+and prints it: hardware detection runs it in a child process and keeps the figures.
 """
 
 from __future__ import annotations
@@ -45,6 +49,10 @@ def register(sub: Any) -> None:
     p.add_argument("--max-tokens", type=int, default=96, help="tokens per measured run")
     p.add_argument("--json", action="store_true", help="print one loadout.calibration/1 "
                                                        "document")
+    p.add_argument("--core-only", action="store_true",
+                   help="only measure what one CPU core makes of Q4_K weights (about a "
+                        "second) and print it; nothing is saved (hardware detection runs "
+                        "this in a child process and keeps the figures)")
 
 
 def calibrate(args: argparse.Namespace,
@@ -57,6 +65,7 @@ def calibrate(args: argparse.Namespace,
         warm_up,
     )
 
+    measure_machine()
     prompt_tokens = max(1, len(DEFAULT_PROMPT) // 4)
     _launch, engine = plan_and_load(args, prompt_tokens=prompt_tokens,
                                    depth=prompt_tokens + args.max_tokens // 2)
@@ -79,6 +88,34 @@ def calibrate(args: argparse.Namespace,
     return Calibration(model=str(args.model), measured=tuple(measured), predicted=again)
 
 
+def measure_machine() -> None:
+    """Measure the machine's figures that are not measured yet (RAM bandwidth, one CPU
+    core's rates: a few seconds on a fresh profile, nothing once cached), as the app does
+    at its start: the runs are then recorded against the plans every later detection
+    makes (a plan priced with measured cores does not learn from runs priced without)."""
+    from engine.hardware import detect
+
+    detect(model_dirs=[])
+
+
+def core_only(as_json: bool) -> int:
+    """``--core-only``: one core's Q4_K rates, measured in this process and printed."""
+    from engine.hardware import core_rate
+
+    try:
+        rate = core_rate.measure()
+    except (RuntimeError, OSError) as exc:
+        print(f"loadout calibrate: error: the CPU core probe failed: {exc}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(rate.to_json()))
+    else:
+        print(f"one CPU core: {rate.prefill_gflops:.1f} GFLOP/s of Q4_K in prefill, "
+              f"{rate.decode_gbps:.2f} GB/s in decode ({rate.rounds} rounds, "
+              f"{rate.seconds:.2f} s)")
+    return 0
+
+
 def plan_and_load_prediction(args: argparse.Namespace, prompt_tokens: int) -> dict[str, Any]:
     """The plan's prediction for ``args.model`` now (with the runs just recorded)."""
     from loadout.commands.chat import planned_launch
@@ -91,6 +128,8 @@ def plan_and_load_prediction(args: argparse.Namespace, prompt_tokens: int) -> di
 def run(args: argparse.Namespace) -> int:
     from loadout.commands.chat import spec_overrides
 
+    if args.core_only:
+        return core_only(args.json)
     if args.no_plan:
         print("loadout calibrate: error: --no-plan: a run is learnt from against its plan's "
               "prediction", file=sys.stderr)

@@ -18,9 +18,16 @@ pytestmark = pytest.mark.slow
 
 def test_measuring_this_machine_calibrates_the_next_plan(make_window: Any, demo_model: Path,
                                                          qtbot: Any) -> None:
+    from engine.hardware import detect
     from tests.app.conftest import rig_doc
 
-    window = make_window(Inventory.from_json(rig_doc([])))  # a CPU machine, as here
+    # a CPU machine, as here, with the figures the app's detection measures at its start
+    # (this machine's, into the profile the calibration child reads)
+    here = detect(model_dirs=[]).host
+    doc = rig_doc([])
+    doc["host"].update(core_prefill_gflops=here.core_prefill_gflops,
+                       core_decode_gbps=here.core_decode_gbps)
+    window = make_window(Inventory.from_json(doc))
     page = window.plan
     with qtbot.waitSignal(page.sig_plan_shown, timeout=30000):
         window.select_model(demo_model)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,15 @@ def test_calibrate_records_three_runs_and_the_next_plan_rests_on_them() -> None:
     assert shown.returncode == 0, shown.stderr
     assert "calibrated on 3 runs on this machine" in shown.stdout
     assert "raw prediction" in shown.stdout
+
+
+def test_calibrate_core_only_prints_one_cores_rates_and_saves_nothing() -> None:
+    result = loadout("calibrate", "--core-only", "--json", threads=False)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "loadout.core_rate/1" and doc["rounds"] >= 1
+    assert 5 < doc["prefill_gflops"] < 2000 and 0.5 < doc["decode_gbps"] < 200
+    assert not (Path(os.environ["LOADOUT_HOME"]) / "cache" / "hardware-probes.json").exists()
 
 
 def test_bench_runs_the_speculation_it_is_given_and_shows_both_sides() -> None:

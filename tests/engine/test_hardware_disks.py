@@ -11,6 +11,13 @@ from engine.hardware import Sources, detect
 from engine.hardware.disks import block_device, largest_file, probe_read
 from planner.inventory import DiskKind
 
+
+def _sources(cache: Path) -> Sources:
+    """Detection with its figures cached in ``cache``; the CPU core probe (a second in
+    a child process, tested in test_hardware_host.py) reports nothing here."""
+    return Sources(cache_dir=cache, core_probe=lambda cancelled: None)
+
+
 MIB = 2**20
 
 
@@ -91,7 +98,7 @@ def test_read_probe_writes_and_removes_a_temp_file_when_nothing_is_large(
 
 def test_a_missing_model_folder_is_explained(tmp_path: Path) -> None:
     missing = tmp_path / "gone"
-    inv = detect(model_dirs=[missing], sources=Sources(cache_dir=tmp_path / "c"))
+    inv = detect(model_dirs=[missing], sources=_sources(tmp_path / "c"))
     (disk,) = inv.disks
     assert not disk.measured and "folder_missing" in disk.notes
 
@@ -100,7 +107,7 @@ def test_two_folders_on_one_disk_are_measured_once(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
-    inv = detect(model_dirs=[a, b], sources=Sources(cache_dir=tmp_path / "c"))
+    inv = detect(model_dirs=[a, b], sources=_sources(tmp_path / "c"))
     first, second = inv.disks
     assert first.measured and second.measured
     assert first.read_gbps == second.read_gbps and first.device == second.device
@@ -113,7 +120,7 @@ def test_remeasure_reads_each_disk_again_and_keeps_the_others(tmp_path: Path) ->
 
     models = tmp_path / "models"
     models.mkdir()
-    sources = Sources(cache_dir=tmp_path / "c")
+    sources = _sources(tmp_path / "c")
     detect(model_dirs=[models], sources=sources)
     saved = json.loads((tmp_path / "c" / FILE_NAME).read_text())
     (key,) = saved["disks"]
@@ -147,7 +154,7 @@ def test_a_file_another_process_keeps_mapped_is_flagged_as_cached(tmp_path: Path
         assert sum(mapped[i] for i in range(0, len(mapped), 4096)) >= 0  # fault every page in
         cached = probe_read(tmp_path, min_file_bytes=MIB)
         assert "page_cache_suspected" in cached.notes
-        inv = detect(model_dirs=[tmp_path], sources=Sources(cache_dir=tmp_path / "c"))
+        inv = detect(model_dirs=[tmp_path], sources=_sources(tmp_path / "c"))
     (disk,) = inv.disks
     assert not disk.measured and "read_nominal" in disk.notes  # a RAM speed is not kept
 
@@ -175,7 +182,7 @@ def test_a_models_folder_that_cannot_be_created_is_explained(
     blocker = tmp_path / "home"
     blocker.write_text("a file where the folder should be")
     monkeypatch.setenv("LOADOUT_HOME", str(blocker))
-    inv = detect(measure=False, sources=Sources(cache_dir=tmp_path / "c"))
+    inv = detect(measure=False, sources=_sources(tmp_path / "c"))
     (disk,) = inv.disks
     assert disk.path == str(blocker / "models") and not disk.measured
     assert "models_folder_unusable" in disk.notes and "read_nominal" in disk.notes

@@ -109,7 +109,7 @@ def test_measured_gpu_figures_replace_driver_peaks_and_are_cached(tmp_path: Path
     sources = Sources(nvml=FakeNvml([big, small]), torch=fake,
                       sys_root=fake_sys_with_nvidia(tmp_path / "sys", 2),
                       engine_devices=lambda: cuda_devices(big, small),
-                      cache_dir=tmp_path / "cache")
+                      cache_dir=tmp_path / "cache", core_probe=lambda cancelled: None)
     inv = detect(model_dirs=[], sources=sources)
     g4090, g3060 = inv.gpus
     assert g4090.bandwidth_gbps == pytest.approx(910, rel=0.01)
@@ -118,5 +118,6 @@ def test_measured_gpu_figures_replace_driver_peaks_and_are_cached(tmp_path: Path
     # Cached: a torch that would now measure nothing changes nothing.
     again = detect(model_dirs=[], sources=Sources(
         nvml=FakeNvml([big, small]), torch=FakeTorch([]), sys_root=sources.sys_root,
-        engine_devices=sources.engine_devices, cache_dir=tmp_path / "cache"))
+        engine_devices=sources.engine_devices, cache_dir=tmp_path / "cache",
+        core_probe=sources.core_probe))
     assert [g.bandwidth_gbps for g in again.gpus] == [g.bandwidth_gbps for g in inv.gpus]

@@ -80,19 +80,39 @@ def test_second_detect_uses_the_cache_and_remeasure_refreshes(tmp_path: Path) ->
     first = detect(model_dirs=[models], sources=sources)
     saved = json.loads((tmp_path / "cache" / FILE_NAME).read_text())
     assert saved["host"]["bandwidth_gbps"] == first.host.bandwidth_gbps
+    assert saved["cpu"]["prefill_gflops"] == first.host.core_prefill_gflops > 0
     second = detect(model_dirs=[models], measure=False, sources=sources)
     assert second.host.bandwidth_gbps == first.host.bandwidth_gbps
+    assert second.host.core_prefill_gflops == first.host.core_prefill_gflops
+    assert second.host.core_decode_gbps == first.host.core_decode_gbps
     assert second.disks[0].read_gbps == first.disks[0].read_gbps
     assert second.disks[0].measured and "bandwidth_gbps" in second.host.measured
-    # A planted figure proves the next detect reads the cache instead of measuring ...
+    assert "core_decode_gbps" in second.host.measured
+    # Planted figures prove the next detect reads the cache instead of measuring ...
     saved["host"]["bandwidth_gbps"] = 12345.0
+    saved["cpu"]["prefill_gflops"] = 1234.5
     (tmp_path / "cache" / FILE_NAME).write_text(json.dumps(saved))
-    assert detect(model_dirs=[], sources=sources).host.bandwidth_gbps == 12345.0
+    planted = detect(model_dirs=[], sources=sources)
+    assert planted.host.bandwidth_gbps == 12345.0
+    assert planted.host.core_prefill_gflops == 1234.5
     # ... and that remeasure does not.
     again = detect(model_dirs=[], remeasure=True, sources=sources)
     assert again.host.bandwidth_gbps != 12345.0
-    assert json.loads((tmp_path / "cache" / FILE_NAME).read_text())["host"][
-        "bandwidth_gbps"] == again.host.bandwidth_gbps
+    assert 0 < again.host.core_prefill_gflops != 1234.5
+    cached = json.loads((tmp_path / "cache" / FILE_NAME).read_text())
+    assert cached["host"]["bandwidth_gbps"] == again.host.bandwidth_gbps
+    assert cached["cpu"]["prefill_gflops"] == again.host.core_prefill_gflops
+
+
+def test_one_core_is_measured_with_the_engine(measured: Inventory) -> None:
+    # what one core of any CPU of the last decade makes of Q4_K with llama.cpp's
+    # kernels: tens to hundreds of GFLOP/s in a prompt batch, a few to tens of GB/s in
+    # decode (this 2-core VM: about 130 and 15)
+    host = measured.host
+    assert 5.0 < host.core_prefill_gflops < 2000.0
+    assert 0.5 < host.core_decode_gbps < 200.0
+    assert {"core_prefill_gflops", "core_decode_gbps"} <= set(host.measured)
+    assert "cpu_core_rate_default" not in measured.notes
 
 
 def test_cache_of_another_machine_is_ignored(tmp_path: Path) -> None:

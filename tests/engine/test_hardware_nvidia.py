@@ -215,7 +215,8 @@ def test_detect_orders_gpus_as_the_engine_numbers_them(tmp_path: Path) -> None:
     assert [(g.index, g.engine_device, g.name) for g in inv.gpus] == [
         (0, "CUDA0", big.name), (1, "CUDA1", small.name)]
     assert all(g.backend is Backend.CUDA for g in inv.gpus)
-    assert inv.notes == ("host_bandwidth_default",)  # nothing measured, nothing missing
+    # nothing measured, nothing missing
+    assert inv.notes == ("host_bandwidth_default", "cpu_core_rate_default")
     assert Inventory.from_json(inv.to_json()) == inv
 
 
