@@ -1408,6 +1408,10 @@
         <translation>正在测量内存带宽…</translation>
     </message>
     <message>
+        <source>Measuring what one CPU core computes…</source>
+        <translation>正在测量单个 CPU 核心的计算速度…</translation>
+    </message>
+    <message>
         <source>Measuring GPU bandwidth…</source>
         <translation>正在测量 GPU 带宽…</translation>
     </message>

@@ -1408,6 +1408,10 @@
         <translation>正在測量記憶體頻寬…</translation>
     </message>
     <message>
+        <source>Measuring what one CPU core computes…</source>
+        <translation>正在測量單一 CPU 核心的計算速度…</translation>
+    </message>
+    <message>
         <source>Measuring GPU bandwidth…</source>
         <translation>正在測量 GPU 頻寬…</translation>
     </message>

@@ -183,6 +183,7 @@ class HomePage(QWidget):
                      "gpus": self.tr("Detecting hardware: GPUs…"),
                      "engine": self.tr("Detecting hardware: engine devices…"),
                      "host_bandwidth": self.tr("Measuring RAM bandwidth…"),
+                     "cpu_cores": self.tr("Measuring what one CPU core computes…"),
                      "gpu_bandwidth": self.tr("Measuring GPU bandwidth…"),
                      "disks": self.tr("Measuring disk read speed…"),
                      "done": self.tr("Detection finished.")}
