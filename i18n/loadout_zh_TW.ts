@@ -2068,8 +2068,8 @@
         <translation>API 金鑰</translation>
     </message>
     <message>
-        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat. The folders added in Settings are not among them.</source>
-        <translation>所有模型：引擎將重新啟動，提供示範模型、Loadout 的下載以及其他應用程式的模型（LM Studio、Ollama、Hugging Face 快取），每個按需載入；已載入的模型保持載入，供聊天使用。在「設定」中新增的資料夾不在其中。</translation>
+        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads, the folders added in Settings and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat.</source>
+        <translation>所有模型：引擎將重新啟動，提供示範模型、Loadout 的下載、在「設定」中新增的資料夾以及其他應用程式的模型（LM Studio、Ollama、Hugging Face 快取），每個按需載入；已載入的模型保持載入，供聊天使用。</translation>
     </message>
     <message>
         <source>Any free port</source>
