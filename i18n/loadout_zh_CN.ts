@@ -799,6 +799,10 @@
         <translation>再加一块 GPU（例如 {gpu}）。</translation>
     </message>
     <message>
+        <source>Keep less RAM free in Settings: keeping {reserve_bytes} of the {ram_bytes} available leaves the model too little.</source>
+        <translation>在“设置”中减少内存预留：可用的 {ram_bytes} 中预留 {reserve_bytes}，留给模型的太少。</translation>
+    </message>
+    <message>
         <source>The context is below 32K tokens because memory is short.</source>
         <translation>由于内存不足，上下文低于 32K 个 token。</translation>
     </message>

@@ -799,6 +799,10 @@
         <translation>再加一張 GPU（例如 {gpu}）。</translation>
     </message>
     <message>
+        <source>Keep less RAM free in Settings: keeping {reserve_bytes} of the {ram_bytes} available leaves the model too little.</source>
+        <translation>在「設定」中減少記憶體保留：可用的 {ram_bytes} 中保留 {reserve_bytes}，留給模型的太少。</translation>
+    </message>
+    <message>
         <source>The context is below 32K tokens because memory is short.</source>
         <translation>由於記憶體不足，上下文低於 32K 個 token。</translation>
     </message>

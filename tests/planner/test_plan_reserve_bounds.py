@@ -60,3 +60,16 @@ def test_the_edges_zero_all_and_twice_the_ram() -> None:
     for reserve in (0, RAM - 1, RAM, RAM + 1, 2 * RAM):
         for inv in (CPU_RIG, GPU_RIG):
             _check(plan(inv, MODEL, Request(host_reserve_bytes=reserve, advise=False)))
+
+
+def test_a_reserve_that_leaves_no_room_is_the_advice_and_nothing_is_said_to_be_fine() -> None:
+    p = plan(CPU_RIG, MODEL, Request(host_reserve_bytes=RAM + 2 * GIB))
+    codes = [a.code for a in p.advice]
+    assert Code.ADVICE_SMALLER_HOST_RESERVE in codes
+    assert Code.ADVICE_NO_CHANGE_NEEDED not in codes  # never said of what cannot run
+    advice = next(a for a in p.advice if a.code == Code.ADVICE_SMALLER_HOST_RESERVE)
+    assert dict(advice.numbers) == {"reserve_bytes": RAM + 2 * GIB, "ram_bytes": RAM}
+    assert advice.helps  # the usual reserve holds the KV cache (the app shows helpful ones)
+    # the usual reserve is no such advice
+    usual = plan(CPU_RIG, MODEL, Request())
+    assert Code.ADVICE_SMALLER_HOST_RESERVE not in [a.code for a in usual.advice]
