@@ -3,7 +3,8 @@
 No Qt here: plain values and functions, used by :mod:`app.engine_process`.
 
 The engine is ``python -m loadout serve MODEL --launch-spec FILE --ready-json``, or, to
-serve every model of the library, ``loadout serve --library --keep MODEL``. Loading
+serve every model of the library, ``loadout serve --library --keep MODEL`` (with
+``--models-dir`` for each model folder added in Settings). Loading
 binds 127.0.0.1 on a free port; serving to other devices binds 0.0.0.0 and always with an
 API key (the app generates one; there is no way to bind off loopback without).
 
@@ -126,10 +127,18 @@ def serve_arguments(spec_file: Path, model_path: str, binding: Binding, port: in
             "--host", binding.host, "--port", str(port), "--ready-json"]
 
 
-def library_arguments(spec: LaunchSpec, keep: str | None, binding: Binding, port: int
-                      ) -> list[str]:
+def library_folders() -> tuple[Path, ...]:
+    """The model folders added in Settings (part of the library the app serves)."""
+    from app.settings_store import load_settings
+
+    return tuple(Path(f).expanduser() for f in load_settings().model_folders)
+
+
+def library_arguments(spec: LaunchSpec, keep: str | None, binding: Binding, port: int,
+                      folders: tuple[Path, ...] | None = None) -> list[str]:
     """The arguments of an engine that serves every model of the library (``loadout serve
-    --library``), each on demand with ``spec``'s context and slots; ``keep`` (a model id)
+    --library``, with ``--models-dir`` for each of ``folders``: default, the model folders
+    of Settings), each on demand with ``spec``'s context and slots; ``keep`` (a model id)
     stays loaded, with ``spec``'s GPU layers and KV type (the Plan page's, for that model
     alone: the router plans each other model itself). The key goes as
     :func:`serve_arguments` says."""
@@ -141,19 +150,24 @@ def library_arguments(spec: LaunchSpec, keep: str | None, binding: Binding, port
         kv = str(spec.type_k)
         if kv == str(spec.type_v) and kv in KV_TYPES:
             args += ["--model-kv-type", f"{keep}={kv}"]
+    for folder in library_folders() if folders is None else folders:
+        args += ["--models-dir", str(folder)]
     args += ["--ctx", str(spec.n_ctx_per_seq), "--parallel", str(spec.n_seq_max)]
     if spec.n_threads:
         args += ["--threads", str(spec.n_threads)]
     return [*args, "--host", binding.host, "--port", str(port), "--ready-json"]
 
 
-def library_model_id(model_path: str | Path) -> str | None:
+def library_model_id(model_path: str | Path, folders: tuple[Path, ...] | None = None
+                     ) -> str | None:
     """The id ``loadout serve --library`` gives the model at ``model_path`` (None: that
-    file is not in the library). The engine builds the same catalog the same way."""
+    file is not in the library; ``folders`` as :func:`library_arguments` takes them). The
+    engine builds the same catalog the same way."""
     from engine.server.model_catalog import library_models
 
     real = Path(model_path).resolve()
-    return next((m.id for m in library_models() if m.path.resolve() == real), None)
+    extra = library_folders() if folders is None else folders
+    return next((m.id for m in library_models(extra) if m.path.resolve() == real), None)
 
 
 def key_environment(binding: Binding, app_key: str | None = None) -> dict[str, str]:

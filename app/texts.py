@@ -221,6 +221,8 @@ CODE_SENTENCES: dict[str, str] = {
     "advice_second_gpu": QT_TRANSLATE_NOOP("Codes", "Add a second GPU (like a {gpu})."),
     "advice_no_change_needed": QT_TRANSLATE_NOOP(
         "Codes", "Nothing to change: this is as fast as this machine gets."),
+    "advice_smaller_host_reserve": QT_TRANSLATE_NOOP(
+        "Codes", "Keep less RAM free in Settings: keeping {reserve_bytes} of the {ram_bytes} available leaves the model too little."),  # noqa: E501
 }
 
 

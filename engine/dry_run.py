@@ -225,17 +225,26 @@ def engine_names(inventory: Inventory, plan_engine: EngineParams | Mapping[str, 
 
 
 def predicted(plan: Any) -> dict[str, int]:
-    """The plan's buffer bytes per device (a GPU's fixed runtime overhead left out)."""
+    """The plan's buffer bytes per device (a GPU's fixed runtime overhead left out).
+
+    Weights the plan reads from disk count on the host: llama.cpp's breakdown counts the
+    whole memory-mapped file as CPU memory, resident or not, so the host is compared as
+    "mapped + KV + compute" on both sides (not as a shortfall of RAM).
+    """
     from planner.memory import GPU_OVERHEAD_BYTES
 
     out: dict[str, int] = {}
+    mapped = 0
     for d in plan.devices:
         if d.kind == "disk":
+            mapped += d.weights_bytes
             continue
         used = d.weights_bytes + d.kv_bytes + d.compute_bytes + d.other_bytes
         if d.kind == "gpu" and used:
             used -= min(GPU_OVERHEAD_BYTES, d.other_bytes)
         out[d.id] = used
+    if mapped:
+        out[HOST] = out.get(HOST, 0) + mapped
     return out
 
 

@@ -92,16 +92,26 @@ def _enumerate(lib: Any) -> list[EngineDevice]:
         # whole process when that worker has gone; engine.rpc.probe_worker asks safely.
         if not name.startswith("RPC"):
             lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        kind = DEVICE_TYPES.get(int(lib.ggml_backend_dev_type(dev)), "unknown")
         devices.append(EngineDevice(
             index=i,
             name=name,
             description=_text(lib.ggml_backend_dev_description(dev)),
-            kind=DEVICE_TYPES.get(int(lib.ggml_backend_dev_type(dev)), "unknown"),
-            free_bytes=int(free.value),
+            kind=kind,
+            free_bytes=host_free_bytes(int(total.value)) if kind == "cpu" else int(free.value),
             total_bytes=int(total.value),
             max_tensor_bytes=_max_tensor_bytes(lib, dev) if name.startswith("Vulkan") else 0,
         ))
     return devices
+
+
+def host_free_bytes(total: int) -> int:
+    """The host's free memory as the OS counts it (``MemAvailable`` on Linux, what
+    hardware detection reads): ggml's CPU device reports its free memory as its total."""
+    import psutil
+
+    available = int(psutil.virtual_memory().available)
+    return min(available, total) if total else available
 
 
 class _InitParams(ctypes.Structure):

@@ -799,6 +799,10 @@
         <translation>再加一块 GPU（例如 {gpu}）。</translation>
     </message>
     <message>
+        <source>Keep less RAM free in Settings: keeping {reserve_bytes} of the {ram_bytes} available leaves the model too little.</source>
+        <translation>在“设置”中减少内存预留：可用的 {ram_bytes} 中预留 {reserve_bytes}，留给模型的太少。</translation>
+    </message>
+    <message>
         <source>The context is below 32K tokens because memory is short.</source>
         <translation>由于内存不足，上下文低于 32K 个 token。</translation>
     </message>
@@ -2072,8 +2076,8 @@
         <translation>API 密钥</translation>
     </message>
     <message>
-        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat. The folders added in Settings are not among them.</source>
-        <translation>所有模型：引擎将重新启动，提供演示模型、Loadout 的下载以及其他应用的模型（LM Studio、Ollama、Hugging Face 缓存），每个按需加载；已加载的模型保持加载，供聊天使用。在“设置”中添加的文件夹不在其中。</translation>
+        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads, the folders added in Settings and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat.</source>
+        <translation>所有模型：引擎将重新启动，提供演示模型、Loadout 的下载、在“设置”中添加的文件夹以及其他应用的模型（LM Studio、Ollama、Hugging Face 缓存），每个按需加载；已加载的模型保持加载，供聊天使用。</translation>
     </message>
     <message>
         <source>Any free port</source>

@@ -799,6 +799,10 @@
         <translation>再加一張 GPU（例如 {gpu}）。</translation>
     </message>
     <message>
+        <source>Keep less RAM free in Settings: keeping {reserve_bytes} of the {ram_bytes} available leaves the model too little.</source>
+        <translation>在「設定」中減少記憶體保留：可用的 {ram_bytes} 中保留 {reserve_bytes}，留給模型的太少。</translation>
+    </message>
+    <message>
         <source>The context is below 32K tokens because memory is short.</source>
         <translation>由於記憶體不足，上下文低於 32K 個 token。</translation>
     </message>
@@ -2072,8 +2076,8 @@
         <translation>API 金鑰</translation>
     </message>
     <message>
-        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat. The folders added in Settings are not among them.</source>
-        <translation>所有模型：引擎將重新啟動，提供示範模型、Loadout 的下載以及其他應用程式的模型（LM Studio、Ollama、Hugging Face 快取），每個按需載入；已載入的模型保持載入，供聊天使用。在「設定」中新增的資料夾不在其中。</translation>
+        <source>Every model: the engine restarts serving the demo, Loadout&apos;s downloads, the folders added in Settings and other apps&apos; models (LM Studio, Ollama, the Hugging Face cache), each loaded on demand; the loaded model stays loaded for Chat.</source>
+        <translation>所有模型：引擎將重新啟動，提供示範模型、Loadout 的下載、在「設定」中新增的資料夾以及其他應用程式的模型（LM Studio、Ollama、Hugging Face 快取），每個按需載入；已載入的模型保持載入，供聊天使用。</translation>
     </message>
     <message>
         <source>Any free port</source>

@@ -2,8 +2,9 @@
 
 The bottleneck is read off the priced time per token (which device, which bytes). Advice
 re-plans what-ifs (a smaller quantization, a MoE model of similar quality, a shorter
-context or q8_0 KV, more RAM, faster RAM, a bigger or second GPU) and states each one's
-predicted decode speed, including the ones that would *not* help and why.
+context or q8_0 KV, more RAM, faster RAM, a bigger or second GPU, less RAM kept free)
+and states each one's predicted decode speed, including the ones that would *not* help
+and why.
 """
 
 from __future__ import annotations
@@ -77,9 +78,16 @@ def advise(inventory: Inventory, profile: ModelProfile, request: Request, plan: 
 
     def judge(code: Code, what_if: Plan, **numbers: Any) -> None:
         tps = what_if.predicted.decode_tps
-        helps = (tps >= now * HELPS and what_if.fits) or (what_if.fits and not plan.fits)
+        helps = (tps >= now * HELPS and what_if.fits) or (what_if.fits and not plan.fits) \
+            or _runs_where_it_did_not(plan, what_if)
         out.append(Advice(code, tps, what_if.fits, helps, tuple(numbers.items())))
 
+    default_reserve = Request().host_reserve_bytes
+    if not plan.fits and request.host_reserve_bytes > default_reserve:
+        judge(Code.ADVICE_SMALLER_HOST_RESERVE, replan(inventory, profile, replace(
+            quiet, host_reserve_bytes=default_reserve)),
+              reserve_bytes=request.host_reserve_bytes,
+              ram_bytes=inventory.host.ram_available_bytes)
     _smaller_quant(inventory, profile, plan, quiet, replan, judge)
     if not profile.is_moe:
         judge(Code.ADVICE_MOE_MODEL, replan(inventory, _moe_like(profile), quiet),
@@ -114,10 +122,17 @@ def advise(inventory: Inventory, profile: ModelProfile, request: Request, plan: 
               gpu=gpu.name)
     helpful = sorted((a for a in out if a.helps), key=lambda a: -a.decode_tps)[:MAX_ADVICE]
     useless = [a for a in out if not a.helps and a.code in (
-        Code.ADVICE_MORE_RAM, Code.ADVICE_BIGGER_GPU, Code.ADVICE_SECOND_GPU)]
-    if not helpful:
+        Code.ADVICE_MORE_RAM, Code.ADVICE_BIGGER_GPU, Code.ADVICE_SECOND_GPU,
+        Code.ADVICE_SMALLER_HOST_RESERVE)]
+    if not helpful and plan.fits:  # "nothing to change" is never said of what cannot run
         helpful = [Advice(Code.ADVICE_NO_CHANGE_NEEDED, now, plan.fits, False)]
     return tuple(helpful + useless)
+
+
+def _runs_where_it_did_not(plan: Plan, what_if: Plan) -> bool:
+    """The what-if holds the KV cache and buffers the plan could not (it runs, if slowly)."""
+    return Code.CONTEXT_DOES_NOT_FIT in plan.reasons and \
+        Code.CONTEXT_DOES_NOT_FIT not in what_if.reasons
 
 
 def _smaller_quant(inventory: Inventory, profile: ModelProfile, plan: Plan, quiet: Request,

@@ -117,3 +117,5 @@ class Code(StrEnum):
     ADVICE_BIGGER_GPU = "advice_bigger_gpu"
     ADVICE_SECOND_GPU = "advice_second_gpu"
     ADVICE_NO_CHANGE_NEEDED = "advice_no_change_needed"
+    ADVICE_SMALLER_HOST_RESERVE = "advice_smaller_host_reserve"  # the RAM kept free for
+    #   other programs leaves the model too little (up to all of it)

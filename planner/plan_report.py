@@ -105,7 +105,9 @@ def reasons_of(profile: ModelProfile, trial: Trial, speed: Speed, min_tps: float
     if trial.gpu_over:
         reasons.append(Code.OVERRIDE_DOES_NOT_FIT)
     if trial.disk_bytes:
-        if speed.decode_tps < min_tps:
+        # too slow from disk is the reason only of a plan whose KV and buffers fit: one
+        # that cannot hold them is not priced (both at once would contradict each other)
+        if trial.runnable and speed.decode_tps < min_tps:
             fits = False
             reasons.append(Code.MODEL_LARGER_THAN_MEMORY)
         reasons.append(Code.WEIGHTS_ON_DISK)

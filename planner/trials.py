@@ -211,7 +211,9 @@ def _priced(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
     host_weights = host.weights_bytes if host else 0
     host_other = (host.total_bytes - host.weights_bytes) if host else 0
     runnable = host_other <= h_budget
-    disk = max(0, host_weights + host_other - h_budget)
+    # only weights can stay on disk (mmapped): never more than the host holds, whatever
+    # the budget (KV and buffers beyond it make the trial not runnable instead)
+    disk = min(host_weights, max(0, host_weights + host_other - h_budget))
     disk_fraction = min(1.0, disk / host_weights) if host_weights else 0.0
     loads, hops = token_loads(ctx.profile, costs, layout.placement, disk_fraction,
                               ctx.bits_per_weight, ctx.iquant)

@@ -396,10 +396,10 @@ class ServerPage(QWidget):
         self.serve_choice.setItemText(0, self.tr("this model"))
         self.serve_choice.setItemText(1, self.tr("every model in the library"))
         self.serve_choice.setToolTip(self.tr(
-            "Every model: the engine restarts serving the demo, Loadout's downloads and "
-            "other apps' models (LM Studio, Ollama, the Hugging Face cache), each loaded on "
-            "demand; the loaded model stays loaded for Chat. The folders added in Settings "
-            "are not among them."))
+            "Every model: the engine restarts serving the demo, Loadout's downloads, the "
+            "folders added in Settings and other apps' models (LM Studio, Ollama, the "
+            "Hugging Face cache), each loaded on demand; the loaded model stays loaded for "
+            "Chat."))
         set_name(self.serve_choice, self.tr("Which models to serve"))
         self.port.setSpecialValueText(self.tr("Any free port"))
         self.lan.setText(self.tr("Allow other devices on my network"))

@@ -94,16 +94,18 @@ def folder_models(folder: Path) -> tuple[CatalogModel, ...]:
     return build_catalog((e.path, ()) for e in entries)
 
 
-def library_models() -> tuple[CatalogModel, ...]:
+def library_models(folders: Iterable[Path] = ()) -> tuple[CatalogModel, ...]:
     """The demo model and every GGUF of the user's library (Loadout's downloads, the
-    Hugging Face cache, LM Studio's and Ollama's folders)."""
+    Hugging Face cache, LM Studio's and Ollama's folders) and of ``folders`` (the model
+    folders the user added; one that is not there is skipped)."""
     from engine.demo import demo_model_path
-    from engine.hub.library import scan
+    from engine.hub.library import Root, Source, default_roots, scan
 
     paths: list[tuple[Path, Sequence[str]]] = []
     try:
         paths.append((demo_model_path(), ("demo",)))
     except Exception:  # the demo package missing: the library still serves
         log.info("the demo model is not installed", exc_info=True)
-    paths += [(e.path, (e.name,)) for e in scan(read_headers=False)]
+    roots = [*default_roots(), *(Root(Path(f).expanduser(), Source.FOLDER) for f in folders)]
+    paths += [(e.path, (e.name,)) for e in scan(roots, read_headers=False)]
     return build_catalog(paths)

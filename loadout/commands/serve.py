@@ -1,7 +1,8 @@
 """``loadout serve MODEL``: the engine process, an OpenAI-compatible HTTP server.
 
 ``loadout serve --models DIR`` / ``--library``: many models behind one server, loaded on
-demand and kept resident by the planner (see ``engine.server.router``).
+demand and kept resident by the planner (see ``engine.server.router``); ``--models-dir``
+adds folders to the library (the app passes the model folders of its Settings).
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def register(sub: Any) -> None:
                       help="serve every GGUF under DIR, each loaded on demand")
     many.add_argument("--library", action="store_true",
                       help="serve the demo and every GGUF of your library, on demand")
+    many.add_argument("--models-dir", action="append", default=[], type=Path, metavar="DIR",
+                      help="with --library: also every GGUF under DIR, as the app's model "
+                           "folders (repeatable)")
     many.add_argument("--keep", action="append", default=[], metavar="MODEL",
                       help="keep this model loaded: loaded at start, never unloaded "
                            "(repeatable)")
@@ -232,6 +236,10 @@ def run(args: argparse.Namespace) -> int:
         print("loadout serve: --model-ngl and --model-kv-type apply to --models/--library "
               "(one model: --ngl, --kv-type)", file=sys.stderr)
         return 2
+    if args.models_dir and not args.library:
+        print("loadout serve: --models-dir applies to --library (one folder alone: "
+              "--models DIR)", file=sys.stderr)
+        return 2
     if args.models is not None or args.library:
         if args.model is not None:
             print("loadout serve: give MODEL or --models/--library, not both",
@@ -293,7 +301,7 @@ def _router(args: argparse.Namespace) -> Any:
             raise SystemExit(f"loadout serve: --models {args.models}: not a folder")
         catalog = model_catalog.folder_models(args.models)
     else:
-        catalog = model_catalog.library_models()
+        catalog = model_catalog.library_models(args.models_dir)
     if not catalog:
         raise SystemExit("loadout serve: no GGUF model found to serve")
     pins = {"n_gpu_layers": None if args.ngl is None or args.ngl < 0 else args.ngl,

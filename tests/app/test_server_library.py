@@ -36,6 +36,20 @@ def test_the_library_command_line_keeps_the_model_and_the_binding() -> None:
     assert "--keep" not in bare and "--model-kv-type" not in bare
 
 
+def test_the_model_folders_of_settings_go_to_the_library_engine(tmp_path: Path) -> None:
+    from app.settings_store import AppSettings, save_settings
+
+    mine = tmp_path / "my models"
+    save_settings(AppSettings(model_folders=(str(mine),)))
+    args = library_arguments(LaunchSpec("/m/x.gguf"), "x", Binding(), 5000)
+    at = args.index("--models-dir")
+    assert args[at + 1] == str(mine) and args.count("--models-dir") == 1
+    mine.mkdir()
+    write_llama(mine / "added.gguf", Shape(n_vocab=2048))
+    assert library_model_id(mine / "added.gguf") == "added"  # as the engine names it
+    assert library_model_id(mine / "added.gguf", folders=()) is None
+
+
 def test_the_kept_model_keeps_the_plan_pages_gpu_layers_and_kv_type() -> None:
     spec = LaunchSpec("/m/x.gguf", n_ctx=4096, n_gpu_layers=12, type_k="q8_0",
                       type_v="q8_0")

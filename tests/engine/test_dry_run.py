@@ -110,3 +110,33 @@ def test_plan_launch_carries_the_dry_run_verdict(demo_model: Path) -> None:
     assert launch.plan is not None
     assert launch.plan["dry_run"]["status"] == "confirmed"
     assert launch.plan["dry_run"]["devices"][0]["device"] == "host"
+
+
+def test_weights_read_from_disk_are_no_host_shortfall(sparse_70b: Path) -> None:
+    """A 70B file larger than the RAM: llama.cpp's dry run counts the whole mapped file as
+    CPU memory, the plan holds part of it in RAM and reads the rest from disk. Compared
+    like with like, the plan is confirmed (not "corrected" into a reserve past the RAM)."""
+    from dataclasses import replace
+
+    from engine.gguf_file import load_profile
+    from engine.hardware import detect
+    from planner.plan import plan
+    from planner.request import Request
+
+    inventory = detect(measure=False)
+    inventory = replace(inventory, host=replace(  # less RAM than the file on any machine
+        inventory.host, ram_available_bytes=min(inventory.host.ram_available_bytes,
+                                                24 * 1000**3)))
+    request = Request(advise=False)
+    first = plan(inventory, load_profile(sparse_70b), request)
+    disk = next(d for d in first.devices if d.kind == "disk")
+    host = next(d for d in first.devices if d.id == "host")
+    assert disk.weights_bytes > 10 * 1000**3 and host.weights_bytes > 0
+    fixed, check = dr.confirm(str(sparse_70b), inventory, request, first)
+    assert check is not None, "llama.cpp's dry run of the sparse file was made"
+    (row,) = check.devices
+    assert row.device == "host" and row.agrees, row
+    # the mapped file on both sides: the plan's RAM and disk weights, KV and buffers
+    assert row.predicted == (host.weights_bytes + disk.weights_bytes + host.kv_bytes
+                             + host.compute_bytes + host.other_bytes)
+    assert check.status == "confirmed" and fixed is first

@@ -182,3 +182,13 @@ def test_every_note_code_in_the_detection_sources_is_explained() -> None:
     assert all(any(k.startswith(p) for k in EXPLANATIONS) for p in prefixes)
     assert sorted(emitted - prefixes - set(EXPLANATIONS)) == []
     assert explain("gpu_lost:3") == EXPLANATIONS["gpu_lost"] and explain("nope") == ""
+
+
+def test_the_cpu_device_reports_the_memory_the_os_has_free() -> None:
+    import psutil
+
+    # ggml's CPU device says free == total; the host's free memory is MemAvailable's
+    cpu = next(d for d in engine_devices() if d.kind == "cpu")
+    available = psutil.virtual_memory().available
+    assert 0 < cpu.free_bytes < cpu.total_bytes
+    assert abs(cpu.free_bytes - available) < 512 << 20

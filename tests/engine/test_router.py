@@ -329,8 +329,26 @@ def test_library_serves_the_demo_and_the_users_models(tmp_path: Path) -> None:
         proc.stop()
 
 
+def test_library_serves_the_model_folders_added_to_it(tmp_path: Path) -> None:
+    home, added = tmp_path / "home", tmp_path / "added models"
+    (home / "models").mkdir(parents=True)
+    (added / "sub").mkdir(parents=True)
+    write_llama(added / "sub" / "extra.gguf", Shape(n_vocab=2048))
+    empty = {"HOME": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hf"),
+             "OLLAMA_MODELS": str(tmp_path / "ollama")}
+    proc = ServerProcess("--library", "--models-dir", str(added), "--models-dir",
+                         str(tmp_path / "gone"), *COMMON[2:], home=home, env=empty).start()
+    try:
+        ids = {m["id"] for m in proc.get_json("/v1/models")["data"]}
+        assert "extra" in ids and len(ids) == 2  # the demo and the added folder's model
+        assert _ask(_client(proc), "extra") == "extra"
+    finally:
+        proc.stop()
+
+
 @pytest.mark.parametrize(("args", "said"), [
     (("--models", "{empty}"), "no GGUF model found"),
+    (("--models-dir", "{models}"), "--models-dir applies to --library"),
     (("--models", "{empty}/nowhere"), "not a folder"),
     (("--models", "{models}", "--keep", "nope"), "--keep nope: not among the models"),
     (("demo", "--models", "{models}"), "give MODEL or --models/--library, not both"),

@@ -313,3 +313,6 @@ def test_status_shows_slots_memory_and_load(server: ServerProcess) -> None:
     assert all({"state", "tokens", "decode_tps"} <= set(s) for s in engine["slots"])
     assert isinstance(engine["decode_tps_all_requests"], float)
     assert engine["devices"] and all("free_bytes" in d for d in engine["devices"])
+    # the host's free memory is the OS's (ggml's CPU device says free == total)
+    cpu = next(d for d in engine["devices"] if d["kind"] == "cpu")
+    assert 0 < cpu["free_bytes"] < cpu["total_bytes"], cpu
