@@ -31,7 +31,7 @@ from engine.metrics import DecodeRate, RequestTimer
 from engine.native.batch import Batch
 from engine.native.context import NativeContext
 from engine.native.logprobs import Scorer
-from engine.native.sampler import SamplerChain
+from engine.native.sampler import GrammarDeadEndError, SamplerChain
 from engine.native.tokens import Detokenizer, Vocab
 from engine.requests import Chunk, RequestHandle, SamplingParams, TokenLogprob
 from engine.speculative import Drafter, NgramDrafter, Run, SpecState
@@ -267,7 +267,10 @@ class Scheduler:
                 self._score_prompt(slot)
         for slot in self.slots:
             if slot.logits_index >= 0 and slot.busy:
-                self._after_decode(slot)
+                try:
+                    self._after_decode(slot)
+                except GrammarDeadEndError as exc:  # this request's grammar, not the engine
+                    self._finish(slot, "error", error=str(exc))
         seconds = time.perf_counter() - t0
         for slot, spec, drafted, before in timed:
             assert slot.timer is not None
