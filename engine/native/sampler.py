@@ -19,10 +19,15 @@ BAN_BIAS = -100.0  # a bias this low bans the token outright (its logit becomes 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
 
 
+GRAMMAR_DEAD_END = "the grammar allows no token at this point of the answer"
+
+
 class GrammarDeadEndError(EngineError, ValueError):
     """The request's grammar allows no token here (all of them rejected by the grammar,
     banned by a logit bias, or an end-of-generation token where the grammar is not
-    complete). The request ends; the chain is left as it was and the engine goes on."""
+    complete). The request ends; the chain is left as it was and the engine goes on.
+    Its message starts with :data:`GRAMMAR_DEAD_END` (the server answers it as the
+    request's fault)."""
 
 
 class SamplerChain:
@@ -123,8 +128,8 @@ class _Candidates:
         chosen = array.selected
         if not 0 <= chosen < array.size or not data["logit"][chosen] > -np.inf:
             raise GrammarDeadEndError(
-                "the grammar allows no token at this point of the answer (every token it "
-                "accepts is banned by logit_bias, or it matches no token of this model)")
+                f"{GRAMMAR_DEAD_END} (every token it accepts is banned by logit_bias, "
+                "or it matches no token of this model)")
         token = int(data["id"][chosen])
         lib.llama_sampler_accept(chain, token)
         return token

@@ -20,6 +20,7 @@ from engine.errors import (
     NotGenerativeError,
     QueueFullError,
 )
+from engine.native.sampler import GRAMMAR_DEAD_END
 from engine.requests import Chunk, GenerationRequest, RequestHandle, TokenLogprob
 from engine.server import openai_logprobs as oalp
 from engine.server import openai_responses as docs
@@ -179,6 +180,11 @@ def _raise_for_engine_failure(chunk: Chunk, user_grammar: bool) -> None:
     if chunk.finish_reason == "error" and user_grammar and not chunk.metrics.generated_tokens:
         raise ApiError(400, f"the grammar was refused: {chunk.error or 'invalid GBNF'}",
                        param="grammar", code="invalid_grammar")
+    if chunk.finish_reason == "error" and (chunk.error or "").startswith(GRAMMAR_DEAD_END):
+        # the request's grammar (or schema) and its biases left no token mid-answer
+        raise ApiError(400, chunk.error or GRAMMAR_DEAD_END,
+                       param="grammar" if user_grammar else "response_format",
+                       code="invalid_grammar")
     if chunk.finish_reason == "error":
         raise ApiError(500, f"the engine failed on this request: {chunk.error or 'unknown'}",
                        code="engine_error")

@@ -22,6 +22,8 @@ from engine.native.sampler import GrammarDeadEndError, SamplerChain
 from engine.native.tokens import Vocab
 from engine.requests import GenerationRequest, SamplingParams
 from engine.runtime import Engine
+from engine.server.errors import ApiError
+from engine.server.generation import _raise_for_engine_failure
 
 pytestmark = pytest.mark.slow
 
@@ -201,3 +203,16 @@ def test_the_engine_ends_the_request_and_serves_the_others(engine: Engine) -> No
         prompt=PROMPT, params=SamplingParams(temperature=0.0, max_tokens=4,
                                              grammar=YES_NO))).result(60)
     assert after.finish_reason == "stop" and after.text in ("yes", "no")
+
+
+def test_a_dead_end_mid_answer_is_the_request_s_fault(engine: Engine, native: Native) -> None:
+    """After some tokens the answer is not a 500 from the engine: a 400 on the grammar."""
+    eog = tuple((t, -100.0) for t in range(native.model.n_vocab) if native.vocab.is_eog(t))
+    last = engine.submit(GenerationRequest(
+        prompt=PROMPT, params=SamplingParams(temperature=0.0, max_tokens=8, grammar=ZERO,
+                                             logit_bias=eog))).result(60)
+    assert last.finish_reason == "error" and last.metrics.generated_tokens == 1
+    with pytest.raises(ApiError) as refused:
+        _raise_for_engine_failure(last, user_grammar=True)
+    assert refused.value.status == 400 and refused.value.code == "invalid_grammar"
+    assert str(refused.value).startswith("the grammar allows no token")
