@@ -179,7 +179,9 @@ def _step_breakdown(before: dict[str, float] | None, after: dict[str, float] | N
                     wall_s: float) -> dict[str, float]:
     """Per decode step over one run of ``wall_s`` seconds: slots in the step, tokens
     decoded, and (``loadout serve``) milliseconds inside ``llama_decode``, in the step's
-    Python work around it, and outside any step (admission, waiting for work)."""
+    Python work around it, and between two steps (delivering the chunks, admission); and
+    the milliseconds of the run outside any step or gap between two (the requests'
+    arrival before the first step, the last events after the last one)."""
     if before is None or after is None:
         return {}
     d = {k: after[k] - before.get(k, 0.0) for k in after}
@@ -190,7 +192,8 @@ def _step_breakdown(before: dict[str, float] | None, after: dict[str, float] | N
         out.update(tokens_per_step=d["batch_tokens"] / steps,
                    decode_ms_per_step=1000 * d["decode_s"] / steps,
                    python_ms_per_step=1000 * (d["step_s"] - d["decode_s"]) / steps,
-                   between_steps_ms=1000 * (wall_s - d["step_s"]) / steps,
+                   between_steps_ms=1000 * d.get("between_s", 0.0) / steps,
+                   outside_steps_ms=1000 * (wall_s - d["step_s"] - d.get("between_s", 0.0)),
                    queue_ms_per_request=1000 * d["queue_s"] / max(1.0, d["admitted"]))
     return out
 

@@ -215,12 +215,18 @@ class StepStats:
     generating_slots: int = 0  # slots that sampled a next token, summed over the steps
     admitted: int = 0
     queue_s: float = 0.0  # request received -> given a slot, summed over the admitted
+    # from the end of one step's count to the start of the next while slots stayed busy:
+    # delivering the chunks, run records, admission, the status snapshot
+    between_s: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def step(self, seconds: float, decode_s: float, tokens: int, generating: int) -> None:
-        """Record one step of ``seconds``, ``decode_s`` of them in ``llama_decode``."""
+    def step(self, seconds: float, decode_s: float, tokens: int, generating: int,
+             between_s: float = 0.0) -> None:
+        """Record one step of ``seconds``, ``decode_s`` of them in ``llama_decode``,
+        ``between_s`` after the previous one (0 for the first after an idle spell)."""
         with self._lock:
             self.steps += 1
+            self.between_s += between_s
             self.step_s += seconds
             self.decode_s += decode_s
             self.batch_tokens += tokens
@@ -237,4 +243,4 @@ class StepStats:
             return {"steps": self.steps, "step_s": self.step_s, "decode_s": self.decode_s,
                     "batch_tokens": self.batch_tokens,
                     "generating_slots": self.generating_slots, "admitted": self.admitted,
-                    "queue_s": self.queue_s}
+                    "queue_s": self.queue_s, "between_s": self.between_s}

@@ -125,6 +125,7 @@ class Scheduler:
         # the chunks and run records of the step running now, sent when its work is done
         self._outbox: list[tuple[RequestHandle, Chunk]] | None = None
         self._records: list[tuple[dict[str, Any], str]] = []
+        self._counted: float | None = None  # when the last step was counted, slots busy
         # called with (metrics as JSON, finish reason) when a request ends: the run record
         self.on_finish: Callable[[dict[str, Any], str], None] | None = None
 
@@ -216,12 +217,16 @@ class Scheduler:
         the step's Python work, between two decodes, waited for it every time.
         """
         t0 = time.perf_counter()
+        between = t0 - self._counted if self._counted is not None else 0.0
+        self._counted = None
         self._outbox = []
         try:
             decoded = self._step()
             if decoded is not None:  # counted before its chunks go: whoever has read
                 # a request's last chunk finds its steps in the sums
-                self.step_stats.step(time.perf_counter() - t0, *decoded)
+                end = time.perf_counter()
+                self.step_stats.step(end - t0, *decoded, between_s=between)
+                self._counted = end if self.active else None
         finally:
             out, self._outbox = self._outbox, None
             push_all(out)

@@ -63,7 +63,7 @@ def test_step_stats_sum_the_steps_and_admissions() -> None:
     stats = StepStats()
     before = stats.to_json()
     stats.step(0.030, 0.025, 9, 8)
-    stats.step(0.020, 0.019, 8, 8)
+    stats.step(0.020, 0.019, 8, 8, between_s=0.001)
     stats.admit(0.004)
     after = stats.to_json()
     assert after["steps"] - before["steps"] == 2
@@ -71,6 +71,7 @@ def test_step_stats_sum_the_steps_and_admissions() -> None:
     assert after["decode_s"] == pytest.approx(0.044)
     assert (after["batch_tokens"], after["generating_slots"]) == (17, 16)
     assert (after["admitted"], after["queue_s"]) == (1, pytest.approx(0.004))
+    assert after["between_s"] == pytest.approx(0.001)
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +102,7 @@ def test_the_status_step_sums_match_what_the_requests_decoded(engine: Engine) ->
     assert d["steps"] >= 8
     assert 0 < d["decode_s"] <= d["step_s"]
     assert d["queue_s"] >= 0
+    assert 0 < d["between_s"] < d["step_s"]  # the gaps of consecutive steps, not idle time
 
 
 @pytest.mark.slow
