@@ -212,9 +212,12 @@ class Scheduler:
         """One ``llama_decode`` over every busy slot, then one sampled token per ready slot.
 
         The step's chunks reach their handles at its end, all together, with one wake-up
-        per event loop (:func:`~engine.requests.push_all`): a wake-up per chunk let the
-        server's loop thread take the GIL at each one (the wake-up write releases it), and
-        the step's Python work, between two decodes, waited for it every time.
+        per event loop (:func:`~engine.requests.push_all`). A wake-up per chunk let the
+        server's loop thread take the GIL at each one (the wake-up write releases it) for
+        its HTTP work, and the step's Python work waited for it every time: with 8 streams
+        (2 CPUs, demo model) 1.3-2.0 ms a step between the decodes, against 0.45 ms
+        without a server; 0.5 ms, and 0.6-1 ms between two steps, with one wake-up.
+        Delivering them just before the next decode instead measured the same sum.
         """
         t0 = time.perf_counter()
         between = t0 - self._counted if self._counted is not None else 0.0
