@@ -16,6 +16,14 @@ A light asyncio client (raw HTTP/1.1, the same code for both) measures:
   streams (all threads: decode, sampling, HTTP): the same figure for both servers, and
   the one to compare when other work on the machine makes the speeds noisy.
 
+Per decode step of the ``--streams`` run, each server's figures are printed beside the
+round's: slots in the step (llama-server's ``n_busy_slots_per_decode`` over its
+``n_decode_total``, from its ``--metrics``) and, for ``loadout serve``, from the sums of
+its status (:class:`engine.metrics.StepStats`): tokens decoded, milliseconds inside
+``llama_decode``, in the step's Python work, between two steps, and the time each request
+waited for a slot. Each round also shows its ratios to llama-server's figures of the same
+round and the machine's load: the noise of a shared machine, next to the best rounds.
+
 Flash attention is set alike on both sides: ``llama-server`` is given the setting
 ``loadout serve``'s plan chose (``-fa on|off``); its own default, ``auto``, turns it on
 for a CPU, where the planner turns it off for an f16 cache (llama.cpp's CPU kernel reads
