@@ -16,6 +16,14 @@ A light asyncio client (raw HTTP/1.1, the same code for both) measures:
   streams (all threads: decode, sampling, HTTP): the same figure for both servers, and
   the one to compare when other work on the machine makes the speeds noisy.
 
+Per decode step of the ``--streams`` run, each server's figures are printed beside the
+round's: slots in the step (llama-server's ``n_busy_slots_per_decode`` over its
+``n_decode_total``, from its ``--metrics``) and, for ``loadout serve``, from the sums of
+its status (:class:`engine.metrics.StepStats`): tokens decoded, milliseconds inside
+``llama_decode``, in the step's Python work, between two steps, and the time each request
+waited for a slot. Each round also shows its ratios to llama-server's figures of the same
+round and the machine's load: the noise of a shared machine, next to the best rounds.
+
 Flash attention is set alike on both sides: ``llama-server`` is given the setting
 ``loadout serve``'s plan chose (``-fa on|off``); its own default, ``auto``, turns it on
 for a CPU, where the planner turns it off for an f16 cache (llama.cpp's CPU kernel reads
@@ -148,6 +156,56 @@ def _process_cpu(pid: int) -> float:
     return float(times.user + times.system)
 
 
+def _get(port: int, path: str) -> bytes:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+        return bytes(resp.read())
+
+
+def _step_sums(server: Server) -> dict[str, float] | None:
+    """The server's decode-step sums so far: ``loadout serve``'s ``steps`` status
+    (:class:`engine.metrics.StepStats`), or llama-server's ``llama_decode`` calls and busy
+    slots from its Prometheus metrics; None when the server has neither (an older one)."""
+    if server.name.startswith("llama-server"):
+        values = {}
+        for line in _get(server.port, "/metrics").decode().splitlines():
+            name, _, value = line.partition(" ")
+            if name.startswith("llamacpp:"):
+                values[name[9:]] = float(value)
+        if "n_decode_total" not in values:
+            return None
+        steps = values["n_decode_total"]
+        return {"steps": steps,
+                "generating_slots": steps * values.get("n_busy_slots_per_decode", 0.0)}
+    doc = json.loads(_get(server.port, "/v1/loadout/status"))
+    steps = (doc.get("engine") or {}).get("steps")
+    return {k: float(v) for k, v in steps.items()} if isinstance(steps, dict) else None
+
+
+def _step_breakdown(before: dict[str, float] | None, after: dict[str, float] | None,
+                    wall_s: float) -> dict[str, float]:
+    """Per decode step over one run of ``wall_s`` seconds: slots in the step, tokens
+    decoded, and (``loadout serve``) milliseconds inside ``llama_decode``, in the step's
+    Python work around it, and between two steps (delivering the chunks, admission); and
+    the milliseconds of the run outside any step or gap between two (the requests'
+    arrival before the first step, the last events after the last one)."""
+    if before is None or after is None:
+        return {}
+    d = {k: after[k] - before.get(k, 0.0) for k in after}
+    steps = max(1.0, d["steps"])
+    out = {"steps": d["steps"], "slots_per_step": d["generating_slots"] / steps,
+           "wall_ms_per_step": 1000 * wall_s / steps}
+    if "step_s" in d:
+        out.update(tokens_per_step=d["batch_tokens"] / steps,
+                   decode_ms_per_step=1000 * d["decode_s"] / steps,
+                   python_ms_per_step=1000 * (d["step_s"] - d["decode_s"]) / steps,
+                   between_steps_ms=1000 * d.get("between_s", 0.0) / steps,
+                   outside_steps_ms=1000 * (wall_s - d["step_s"] - d.get("between_s", 0.0)),
+                   queue_ms_per_request=1000 * d["queue_s"] / max(1.0, d["admitted"]))
+    return out
+
+
 def _planned_flash_attn(model: str, ctx: int, streams: int, threads: int) -> str:
     """``on`` or ``off``: what ``loadout serve`` with these options loads with."""
     from engine.planned_launch import plan_launch
@@ -240,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         servers.append(Server("llama-server" if i == 0 else f"llama-server-fa-{fa}",
                               [str(llama_server), "-m", str(model), "-np", np_,
                                "-c", str(ctx * args.streams), "-t", t, "-tb", t, "-fa", fa,
-                               "--host", "127.0.0.1", "--port", str(port), "--no-webui"],
+                               "--host", "127.0.0.1", "--port", str(port), "--no-webui",
+                               "--metrics"],
                               port, {}, log_dir))
     servers += [
         Server("loadout", [sys.executable, "-m", "loadout", *serve, "--port", str(p2)],
@@ -255,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                                "-m", "loadout", *serve, "--port", str(port)],
                               port, {}, log_dir, cwd=code))
     best: dict[str, dict[str, float]] = {}
+    rounds: list[dict[str, dict[str, float]]] = []  # each round's figures, by server
     for round_ in range(args.rounds):
         for server in servers:
             with server:
@@ -263,20 +323,37 @@ def main(argv: list[str] | None = None) -> int:
                 got = asyncio.run(_single("127.0.0.1", server.port, args.tokens,
                                           server.extra))
                 cpu_before = _process_cpu(server.proc.pid)
+                sums_before, t_before = _step_sums(server), time.perf_counter()
                 got.update(asyncio.run(_aggregate("127.0.0.1", server.port, args.streams,
                                                   args.tokens, server.extra)))
+                wall = time.perf_counter() - t_before
                 cpu = _process_cpu(server.proc.pid) - cpu_before
+                steps = _step_breakdown(sums_before, _step_sums(server), wall)
                 http_cpu = _main_thread_cpu(server.proc.pid) - http_before
             got["cpu_ms_per_token"] = 1000 * cpu / got["aggregate_tokens"]
             if server.name.startswith("loadout"):  # llama-server decodes on its main thread
                 got["http_cpu_ms_per_token"] = 1000 * http_cpu / (
                     got["single_tokens"] + got["aggregate_tokens"])
+            got["load_1min"] = os.getloadavg()[0]
+            ref_round = rounds[-1].get("llama-server") if rounds else None
+            if server.name == "llama-server":
+                rounds.append({})
+            rounds[-1][server.name] = dict(got)
             if not args.json:
+                ratios = "" if ref_round is None or server.name == "llama-server" else (
+                    f" = {got['single_decode_tps'] / ref_round['single_decode_tps']:.2f}x / "
+                    f"{got['aggregate_decode_tps'] / ref_round['aggregate_decode_tps']:.2f}x "
+                    f"llama-server's this round")
                 print(f"round {round_ + 1} {server.name:>12}: single "
                       f"{got['single_decode_tps']:7.1f} t/s decode, {args.streams} streams "
                       f"{got['aggregate_decode_tps']:7.1f} t/s aggregate decode "
                       f"({got['single_tokens']:.0f} / {got['aggregate_tokens']:.0f} tokens), "
-                      f"{got['cpu_ms_per_token']:.2f} ms CPU per token", flush=True)
+                      f"{got['cpu_ms_per_token']:.2f} ms CPU per token, load "
+                      f"{got['load_1min']:.2f}{ratios}", flush=True)
+                if steps:
+                    print("    per decode step: " + ", ".join(
+                        f"{k} {v:.2f}" for k, v in steps.items()), flush=True)
+            got.update({f"step_{k}": v for k, v in steps.items()})
             old = best.setdefault(server.name, dict(got))
             for key in ("single_decode_tps", "aggregate_decode_tps"):
                 old[key] = max(old[key], got[key])
@@ -294,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
         "targets": {"single_ratio": TARGET_SINGLE, "aggregate_ratio": TARGET_AGGREGATE},
         "others": {name: got for name, got in best.items()
                    if name not in ("llama-server", "loadout")},
+        # the noise: each round's ratios to llama-server's figures of the same round
+        "round_ratios": [
+            {name: {"single": got["single_decode_tps"] / r["llama-server"]["single_decode_tps"],
+                    "aggregate": got["aggregate_decode_tps"]
+                    / r["llama-server"]["aggregate_decode_tps"], "load_1min": got["load_1min"]}
+             for name, got in r.items() if name != "llama-server"} for r in rounds],
     }
     result["pass"] = result["single_ratio"] >= TARGET_SINGLE and \
         result["aggregate_ratio"] >= TARGET_AGGREGATE

@@ -195,3 +195,52 @@ class DecodeRate:
             start = max(now - self.window_s, self._since)
             tokens = sum(n for _, n in self._events)
         return tokens / (now - start) if now > start else 0.0
+
+
+@dataclass
+class StepStats:
+    """Where the engine thread's time goes, summed over its decode steps since it started:
+    inside ``llama_decode``, in the step's own Python work around it (building the batch,
+    sampling, detokenizing, stop strings; not delivering the chunks, which follows the
+    count), the tokens each step
+    decoded, and how long admitted requests waited. Written by the engine thread; a reader
+    gets a consistent copy from :meth:`to_json` (plain sums: the difference of two readings
+    is the figure over the seconds between them).
+    """
+
+    steps: int = 0
+    step_s: float = 0.0  # whole steps, decode included
+    decode_s: float = 0.0  # inside llama_decode
+    batch_tokens: int = 0  # tokens decoded (prompt chunks and drafts included)
+    generating_slots: int = 0  # slots that sampled a next token, summed over the steps
+    admitted: int = 0
+    queue_s: float = 0.0  # request received -> given a slot, summed over the admitted
+    # from the end of one step's count to the start of the next while slots stayed busy:
+    # delivering the chunks, run records, admission, the status snapshot
+    between_s: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def step(self, seconds: float, decode_s: float, tokens: int, generating: int,
+             between_s: float = 0.0) -> None:
+        """Record one step of ``seconds``, ``decode_s`` of them in ``llama_decode``,
+        ``between_s`` after the previous one (0 for the first after an idle spell)."""
+        with self._lock:
+            self.steps += 1
+            self.between_s += between_s
+            self.step_s += seconds
+            self.decode_s += decode_s
+            self.batch_tokens += tokens
+            self.generating_slots += generating
+
+    def admit(self, waited_s: float) -> None:
+        """Record a request given a slot ``waited_s`` after it was received."""
+        with self._lock:
+            self.admitted += 1
+            self.queue_s += waited_s
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            return {"steps": self.steps, "step_s": self.step_s, "decode_s": self.decode_s,
+                    "batch_tokens": self.batch_tokens,
+                    "generating_slots": self.generating_slots, "admitted": self.admitted,
+                    "queue_s": self.queue_s, "between_s": self.between_s}

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,9 +160,15 @@ class RequestHandle:
     # -- engine side -------------------------------------------------------------------
     def push(self, chunk: Chunk) -> None:
         """Deliver a chunk (engine thread). A chunk with a finish reason ends the stream."""
+        for loop, fut in self._store(chunk):
+            with contextlib.suppress(RuntimeError):  # that event loop has been closed
+                loop.call_soon_threadsafe(_wake, fut)
+
+    def _store(self, chunk: Chunk) -> list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]:
+        """Keep a chunk; returns the coroutines waiting for it, for the caller to wake."""
         with self._lock:
             if self._final is not None:
-                return
+                return []
             self._chunks.append(chunk)
             self._texts.append(chunk.text)
             self._tokens.extend(chunk.token_ids)
@@ -176,9 +182,7 @@ class RequestHandle:
                 self._finished.set()
             self._ready.notify_all()
             waiters, self._waiters = self._waiters, []
-        for loop, fut in waiters:
-            with contextlib.suppress(RuntimeError):  # that event loop has been closed
-                loop.call_soon_threadsafe(_wake, fut)
+        return waiters
 
     @property
     def done(self) -> bool:
@@ -239,3 +243,24 @@ class RequestHandle:
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def _wake_all(futs: list[asyncio.Future[None]]) -> None:
+    for fut in futs:
+        _wake(fut)
+
+
+def push_all(items: Iterable[tuple[RequestHandle, Chunk]]) -> None:
+    """Deliver several chunks (engine thread), waking each waiting event loop once.
+
+    One wake-up per loop rather than per chunk: each wake-up writes to the loop's socket,
+    which releases the GIL to the loop's thread, and the deliveries that follow then wait
+    for it to hand the GIL back.
+    """
+    woken: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for handle, chunk in items:
+        for loop, fut in handle._store(chunk):
+            woken.setdefault(loop, []).append(fut)
+    for loop, futs in woken.items():
+        with contextlib.suppress(RuntimeError):  # that event loop has been closed
+            loop.call_soon_threadsafe(_wake_all, futs)

@@ -18,10 +18,13 @@ _MAX_VIEWS = 256
 @cache
 def _logits_address() -> Any:
     """``llama_get_logits_ith`` returning the row's address as an int (the bindings return
-    a ctypes pointer, which costs an object per call)."""
+    a ctypes pointer, which costs an object per call), called without releasing the GIL
+    (a ``PyDLL`` function): it only looks the row up, and a release hands the GIL to any
+    thread waiting for it, a server's event loop thread during its HTTP work, which this
+    thread then waits out before it samples the next slot."""
     import llama_cpp.llama_cpp as bindings
 
-    fn = ctypes.CDLL(bindings._lib._name).llama_get_logits_ith  # the handle already loaded
+    fn = ctypes.PyDLL(bindings._lib._name).llama_get_logits_ith  # the handle already loaded
     fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
     fn.restype = ctypes.c_void_p
     return fn
