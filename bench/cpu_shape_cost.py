@@ -96,18 +96,18 @@ def mark_cpu_time() -> None:
     behaves as before."""
     from engine.requests import RequestHandle
 
-    deliver = RequestHandle.push
-    if getattr(deliver, "marks_cpu", False):
+    keep = RequestHandle._store  # every delivery (push, push_all) keeps its chunk here
+    if getattr(keep, "marks_cpu", False):
         return
 
-    def push(self: Any, chunk: Any) -> None:
+    def store(self: Any, chunk: Any) -> Any:
         marks = self.__dict__.setdefault("cpu_marks", [])
         tokens = (marks[-1][0] if marks else 0) + len(chunk.token_ids)
         marks.append((tokens, time.thread_time()))
-        deliver(self, chunk)
+        return keep(self, chunk)
 
-    push.marks_cpu = True  # type: ignore[attr-defined]
-    RequestHandle.push = push  # type: ignore[method-assign]
+    store.marks_cpu = True  # type: ignore[attr-defined]
+    RequestHandle._store = store  # type: ignore[method-assign]
 
 
 def cpu_per_token(handle: Any) -> float:
