@@ -63,19 +63,47 @@ def token_references(text: str) -> list[str]:
     while i < n:
         c = text[i]
         if c == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif c in "\"[<":
-            close = {"\"": "\"", "[": "]", "<": ">"}[c]
-            j = i + 1
-            while j < n and text[j] != close and (text[j] != "\n" or close == "\""):
-                j += 2 if text[j] == "\\" else 1
-            if c == "<" and j < n and text[j] == ">" and (i == 0 or text[i - 1] != "!"):
-                refs.append(text[i:j + 1])
-            i = j + 1
+            i = comment_end(text, i)
+        elif c in ELEMENT_CLOSE:
+            end, closed = _element_span(text, i)
+            if c == "<" and closed and (i == 0 or text[i - 1] != "!"):
+                refs.append(text[i:end])
+            i = end
         else:
             i += 1
     return refs
+
+
+ELEMENT_CLOSE = {"\"": "\"", "[": "]", "<": ">"}  # what closes a literal, class, token
+
+
+def comment_end(text: str, i: int) -> int:
+    """The index after the comment that starts at ``i`` (``#`` to the end of its line)."""
+    end = text.find("\n", i)
+    return len(text) if end < 0 else end + 1
+
+
+def element_end(text: str, i: int) -> int:
+    """The index after the literal, class or token reference that starts at ``i`` (a
+    class or token reference not closed on its line ends there: llama.cpp reports it)."""
+    return _element_span(text, i)[0]
+
+
+def _element_span(text: str, i: int) -> tuple[int, bool]:
+    """:func:`element_end`, and whether the element was closed."""
+    close = ELEMENT_CLOSE[text[i]]
+    j, n = i + 1, len(text)
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == close:
+            return j + 1, True
+        if c == "\n" and close != "\"":
+            return j, False
+        j += 1
+    return n, False
 
 
 def _code_points(body: str) -> list[tuple[int, bool]]:

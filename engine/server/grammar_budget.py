@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.server.gbnf_elements import element_matching_nothing
+from engine.server.gbnf_elements import (
+    ELEMENT_CLOSE,
+    comment_end,
+    element_end,
+    element_matching_nothing,
+)
 
 LLAMA_MAX_REPETITION = 2000  # llama-grammar.cpp MAX_REPETITION_THRESHOLD
 
@@ -119,11 +124,10 @@ def check_gbnf(text: str, limits: GrammarLimits = DEFAULT_LIMITS, *, field: str 
     while i < n:
         c = text[i]
         if c == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
+            i = comment_end(text, i)
             continue
-        if c in "\"[<":
-            end = _skip_quoted(text, i, {"\"": "\"", "[": "]", "<": ">"}[c])
+        if c in ELEMENT_CLOSE:
+            end = element_end(text, i)
             empty = element_matching_nothing(text[i:end], n_vocab)
             if empty is not None:
                 raise BudgetExceeded(empty, "empty_element", field)
@@ -159,22 +163,6 @@ def check_gbnf(text: str, limits: GrammarLimits = DEFAULT_LIMITS, *, field: str 
                 i = m.end()
                 continue
         i += 1
-
-
-def _skip_quoted(text: str, i: int, close: str) -> int:
-    """The index after the literal, class or token reference that starts at ``i``."""
-    j, n = i + 1, len(text)
-    while j < n:
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == close:
-            return j + 1
-        if c == "\n" and close != "\"":
-            return j  # not closed on its line: let llama.cpp report it
-        j += 1
-    return n
 
 
 def check_schema(schema: Any, limits: GrammarLimits = DEFAULT_LIMITS, *,
