@@ -194,23 +194,18 @@ class _Probe:
 
     def run(self, ids: list[int], pos: int) -> float:
         """Decode ``ids`` as one batch at ``pos``; the calling thread's CPU seconds."""
-        lib = self.lib
-        batch = lib.llama_batch_init(len(ids), 0, 1)
-        for i, t in enumerate(ids):
-            batch.token[i] = t
-            batch.pos[i] = pos + i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
-            batch.logits[i] = 1 if i == len(ids) - 1 else 0
-        batch.n_tokens = len(ids)
+        from engine.native.batch import Batch
+
+        batch = Batch(len(ids), 1)
         try:
+            batch.add_run(ids, pos, 0, logits_last=True)
             start = time.thread_time()
-            if lib.llama_decode(self.ctx, batch) != 0:
+            if batch.decode(self.ctx) != 0:
                 raise RuntimeError("llama_decode failed on the probe model")
-            lib.llama_synchronize(self.ctx)
+            self.lib.llama_synchronize(self.ctx)
             return time.thread_time() - start
         finally:
-            lib.llama_batch_free(batch)
+            batch.free()
 
     def clear(self) -> None:
         self.lib.llama_memory_clear(self.memory, True)
