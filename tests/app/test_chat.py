@@ -241,9 +241,9 @@ def test_conversations_are_there_after_restarting_the_app(
         os.environ["LOADOUT_HOME"] = str(home)
 
 
-def test_engine_killed_mid_answer_shows_why_and_a_safer_retry_loads_again(
-        window: Any) -> None:
-    chat = window.chat
+def start_long_answer(chat: Any) -> list[Any]:
+    """Ask a long sampled answer in a new conversation and wait for its first text; the
+    list collects the answer's end (``sig_answer_finished``), which the caller disconnects."""
     chat.new_conversation()
     chat.max_tokens.setValue(2000)
     chat.temperature.setValue(0.8)
@@ -252,6 +252,13 @@ def test_engine_killed_mid_answer_shows_why_and_a_safer_retry_loads_again(
     chat.input.setPlainText(LONG_ASK)
     chat.send_button.click()
     wait_until(lambda: len(chat.messages[-1].content) > 10 or results, 120, "text")
+    return results
+
+
+def test_engine_killed_mid_answer_shows_why_and_a_safer_retry_loads_again(
+        window: Any) -> None:
+    chat = window.chat
+    results = start_long_answer(chat)
     shown = chat.messages[-1].content
     pid = window.engine.pid()
     assert pid
@@ -355,18 +362,12 @@ def test_a_picture_for_a_model_without_a_projector_is_not_sent_and_says_why(
     wait_until(lambda: not chat.streamer.busy, 120, "the answer")
     assert "does not read images" not in chat.transcript_text()
 
+
 def test_unloading_mid_answer_ends_it_as_stopped_not_as_failed(window: Any) -> None:
     # (last here: it unloads the module's engine)
     chat = window.chat
     window.show_page("chat")
-    chat.new_conversation()
-    chat.max_tokens.setValue(2000)
-    chat.temperature.setValue(0.8)
-    results: list[Any] = []
-    chat.sig_answer_finished.connect(results.append)
-    chat.input.setPlainText(LONG_ASK)
-    chat.send_button.click()
-    wait_until(lambda: len(chat.messages[-1].content) > 10 or results, 120, "text")
+    results = start_long_answer(chat)
     assert not results
     window.plan.unload_button.click()
     wait_until(lambda: results, 60, "the answer to end")
