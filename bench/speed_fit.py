@@ -202,3 +202,15 @@ def constants_for(theta: np.ndarray, base: SpeedConstants) -> SpeedConstants:
             assert name in names, name
             changes[name] = getattr(base, name) * math.exp(theta[j])
     return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def leave_source_out(rows: FitRows, sources: list[str], fitted: np.ndarray,
+                     shipped: SpeedConstants) -> np.ndarray:
+    """Each row's decode predicted by knobs fitted on the ``fitted`` rows of every *other*
+    source: a source's machine never teaches the model its own rows."""
+    out = np.zeros(len(rows.measured))
+    for source in sorted(set(sources)):
+        mine = np.array([s == source for s in sources])
+        theta = fit(rows.take(fitted & ~mine), shipped)
+        out[mine] = rows.take(mine).predict(theta)
+    return out
