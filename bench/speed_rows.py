@@ -70,11 +70,10 @@ ROCM = Backend.ROCM
 def _q38(gpu: G, base_id: str, n: int = 2, a: float | None = None, quant: str = "Q4_K_M",
          file_gb: float = 17.11, context: int = 131072, kv: str = "q4_0") -> dict[str, Row]:
     """A community A/B pair of the Qwen3.8-27B MTP table: spec off, then MTP on."""
-    common = dict(file_gb=file_gb, context=context, kv=kv, depth=400)
+    common: dict[str, Any] = dict(file_gb=file_gb, context=context, kv=kv, depth=400)
     return {f"{base_id}-base": Row(S.QWEN35_27B, quant, (gpu,),
-                                   spec=SpecRequest(SpecMode.OFF), **common),  # type: ignore[arg-type]
-            f"{base_id}-mtp": Row(S.QWEN35_27B, quant, (gpu,), spec=_mtp(n, a),
-                                  **common)}  # type: ignore[arg-type]
+                                   spec=SpecRequest(SpecMode.OFF), **common),
+            f"{base_id}-mtp": Row(S.QWEN35_27B, quant, (gpu,), spec=_mtp(n, a), **common)}
 
 
 ROWS: dict[str, Row] = {
@@ -121,7 +120,8 @@ ROWS: dict[str, Row] = {
                              ram_bw=273, cores=20, file_gb=63.37, depth=16),
     "pr22673-2060-qwen36-35b-mtp": Row(
         S.QWEN35_35B_A3B, "Q4_K_M", (G("RTX 2060", 6, 336),), ram_gb=32, ram_bw=42.7,
-        cores=6, file_gb=22.2, context=65536, kv="q8_0", spec=_mtp(3, 0.618), note="placed by the planner, as --fit did"),
+        cores=6, file_gb=22.2, context=65536, kv="q8_0", spec=_mtp(3, 0.618),
+        note="placed by the planner, as --fit did"),
     "qwen38-4090-base": Row(S.QWEN35_27B, "Q4_K_M", (G("RTX 4090", 24, 1008, used_gb=0.9),),
                             file_gb=17.11, context=200000, kv="q4_0", depth=400,
                             spec=SpecRequest(SpecMode.OFF)),
@@ -131,7 +131,8 @@ ROWS: dict[str, Row] = {
     "i10455-m4pro-qwen25c-32b-spec": Row(
         S.QWEN25_32B, "Q4_K_M", (G("Apple M4 Pro", 48, 273, METAL, unified=True),),
         ram_gb=64, ram_bw=273, cores=12, file_gb=20.4, depth=256,
-        spec=SpecRequest(SpecMode.DRAFT, 16, 0.34), draft=(S.QWEN25_3B, "Q4_0"), note="Q4_K_L ~ Q4_K_M with Q8_0 embeddings (20.4 GB)"),
+        spec=SpecRequest(SpecMode.DRAFT, 16, 0.34), draft=(S.QWEN25_3B, "Q4_0"),
+        note="Q4_K_L ~ Q4_K_M with Q8_0 embeddings (20.4 GB)"),
     "pr21024-3090-vk-gptoss-20b": Row(S.GPT_OSS_20B, "MXFP4_MOE",
                                       (G("RTX 3090", 24, 936, VK),), file_gb=12.1),
     "qwen38-3080-llamabench": Row(S.QWEN35_27B, "IQ2_XXS", (G("RTX 3080 10GB", 10, 760),),

@@ -67,6 +67,11 @@ class SpeedConstants:
     #   flash on 97.0 / 33.7 / 13.2 t/s at depth 0 / 1000 / 3000 (cost 8.0, 9.1), flash
     #   off 87.6 / 66.2 / 42.1 t/s (cost 1.4, 1.5)
     cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
+    hybrid_cpu_fraction: float = 0.75      # the CPU's share of its own streaming rate when
+    #   it computes part of each token between a GPU's parts (layers or experts offloaded
+    #   to RAM): the published split rows ran the host's bytes slower than the CPU-only
+    #   rows of like machines (fitted; the cause is not isolated: short bursts between GPU
+    #   work, the hand-over of the hidden state, thread wake-ups)
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
     gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
@@ -187,6 +192,8 @@ class DeviceLoad:
         weight_bytes: non-expert weight bytes read per token.
         expert_bytes: routed-expert bytes read per token (the active share).
         kv_bytes: KV cache bytes read per token at the requested depth.
+        state_bytes: recurrent state bytes read and written per token (streamed at the
+            device's bandwidth, unlike an attention kernel's read of the cache).
         layers: blocks computed here per token.
         recurrent_layers: of which recurrent (SSM / linear attention).
         stored_bytes: weight bytes stored here (prefill copies them to a GPU per batch).
@@ -199,6 +206,7 @@ class DeviceLoad:
     weight_bytes: float = 0.0
     expert_bytes: float = 0.0
     kv_bytes: float = 0.0
+    state_bytes: float = 0.0
     layers: int = 0
     recurrent_layers: int = 0
     stored_bytes: float = 0.0
@@ -362,8 +370,11 @@ def cpu_kv_cost(flash: bool, c: SpeedConstants = CONSTANTS) -> float:
 
 
 def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
-                c: SpeedConstants = CONSTANTS, flash: bool = True) -> DeviceTime:
-    """Seconds one decoded token spends on ``load.device`` (``flash``: flash attention)."""
+                c: SpeedConstants = CONSTANTS, flash: bool = True,
+                hybrid: bool = False) -> DeviceTime:
+    """Seconds one decoded token spends on ``load.device`` (``flash``: flash attention;
+    ``hybrid``: a GPU computes the rest of the token, the host's part is priced at
+    :attr:`SpeedConstants.hybrid_cpu_fraction` of its streaming rate)."""
     gpu = gpu_of(inventory, load.device)
     disk_s = load.disk_bytes / disk_bandwidth(inventory, c) if load.disk_bytes else 0.0
     if gpu is not None and gpu.remote:
@@ -372,16 +383,19 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
                           load.expert_bytes / (bw * c.gpu_expert_efficiency),
-                          load.kv_bytes * c.gpu_kv_cost / bw,
+                          (load.kv_bytes * c.gpu_kv_cost + load.state_bytes) / bw,
                           load.layers * gpu_layer_seconds(gpu, c), disk_s,
                           load.flops / gpu_flops(gpu, c), load.layers)
     bw = host_bandwidth(inventory, threads, c, load.cpu_type_rate) \
         / (c.cpu_iq_factor if load.iquant else 1.0)
+    if hybrid:
+        bw *= c.hybrid_cpu_fraction
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
-                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead, disk_s,
+                      (load.kv_bytes * cpu_kv_cost(flash, c) + load.state_bytes) / bw,
+                      overhead, disk_s,
                       load.flops / cpu, load.layers)
 
 
@@ -394,7 +408,7 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
                           load.expert_bytes / (bw * c.gpu_expert_efficiency),
-                          load.kv_bytes * c.gpu_kv_cost / bw,
+                          (load.kv_bytes * c.gpu_kv_cost + load.state_bytes) / bw,
                           load.layers * c.gpu_layer_s + call_s, 0.0)
     threads = worker_threads(inventory, gpu, c)
     bw = min(gpu.bandwidth_gbps * GB * c.cpu_bw_fraction,
@@ -403,7 +417,8 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
-                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead + call_s, 0.0)
+                      (load.kv_bytes * cpu_kv_cost(flash, c) + load.state_bytes) / bw,
+                      overhead + call_s, 0.0)
 
 
 def worker_core_gbps(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
@@ -596,6 +611,15 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
     return tuple(out)
 
 
+def is_hybrid(inventory: Inventory, loads: Sequence[DeviceLoad]) -> bool:
+    """Whether the host computes part of each token beside a local GPU (not a worker,
+    not unified memory, where the GPU reads the same RAM)."""
+    host = any(ld.device == HOST and (ld.weight_bytes or ld.expert_bytes) for ld in loads)
+    gpus = [gpu_of(inventory, ld.device) for ld in loads if ld.device != HOST]
+    return host and any(g is not None and not g.remote and not g.unified_memory
+                        for g in gpus)
+
+
 def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tuple[str, str]],
             n_embd: int, threads: int, prompt_tokens: int, depth: int, n_ubatch: int,
             spec: SpecOutcome = NO_SPEC, c: SpeedConstants = CONSTANTS,
@@ -609,7 +633,8 @@ def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tu
         spec: the priced speculation (see :func:`price_spec`).
         flash: whether the context runs flash attention (a CPU reads KV slower with it).
     """
-    times = tuple(device_time(inventory, ld, threads, c, flash) for ld in loads)
+    hybrid = is_hybrid(inventory, loads)
+    times = tuple(device_time(inventory, ld, threads, c, flash, hybrid) for ld in loads)
     transfer = transfer_time(inventory, hops, n_embd, 1, c)
     token_s = sum(t.total_s for t in times) + transfer
     decode = spec_decode_tps(token_s, spec)

@@ -1,0 +1,72 @@
+"""The speed model where a token is split between a GPU and the host (layers or experts in
+RAM): what the host's part costs, by weight type and by kind of state."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.plan import plan
+from planner.quant import is_iquant
+from planner.request import Request
+from planner.speed import CONSTANTS, DeviceLoad, host_bandwidth, predict
+from tests.planner import shapes as S
+from tests.planner.rigs import RTX_4090, apple, rig
+
+QUIET = Request(advise=False, context=8192)
+
+
+def _cpu_decode(quant: str) -> float:
+    model = S.build(S.QWEN3_8B, quant, 5.0)   # the same bytes in every type
+    return plan(rig(ram_bw=80, cores=8), model, QUIET).predicted.decode_tps
+
+
+def test_iq4_xs_streams_like_a_k_quant_and_codebook_iquants_do_not() -> None:
+    assert not is_iquant(S.build(S.QWEN3_8B, "IQ4_XS"))
+    assert is_iquant(S.build(S.QWEN3_8B, "IQ2_XXS"))
+    assert is_iquant(S.build(S.QWEN3_8B, "IQ3_XXS"))
+    k, iq4, iq2 = _cpu_decode("Q4_K_M"), _cpu_decode("IQ4_XS"), _cpu_decode("IQ2_XXS")
+    assert iq4 == pytest.approx(k, rel=0.05)
+    assert iq2 < k / 2
+
+
+@pytest.mark.parametrize("flash", [True, False])
+def test_a_recurrent_state_is_streamed_once_not_read_like_an_attention_cache(
+        flash: bool) -> None:
+    inv = rig(ram_bw=80, cores=8)
+    state = predict(inv, [DeviceLoad("host", state_bytes=1e8, layers=1)], [], 4096, 8, 0, 0,
+                    512, flash=flash).devices[0]
+    cache = predict(inv, [DeviceLoad("host", kv_bytes=1e8, layers=1)], [], 4096, 8, 0, 0,
+                    512, flash=flash).devices[0]
+    assert state.kv_s == pytest.approx(1e8 / host_bandwidth(inv, 8))
+    assert cache.kv_s >= state.kv_s   # an attention kernel's read costs more per byte
+
+
+def test_the_host_part_of_a_split_token_runs_at_the_hybrid_share() -> None:
+    inv = rig(RTX_4090, ram_bw=80, cores=8)
+    host = DeviceLoad("host", weight_bytes=2e9, layers=8)
+    alone = predict(inv, [host], [], 4096, 8, 0, 0, 512).devices[0]
+    split = predict(inv, [host, DeviceLoad("gpu0", weight_bytes=4e9, layers=24)],
+                    [("host", "gpu0")], 4096, 8, 0, 0, 512).devices[0]
+    assert alone.weights_s == pytest.approx(2e9 / host_bandwidth(inv, 8))
+    assert split.weights_s == pytest.approx(alone.weights_s / CONSTANTS.hybrid_cpu_fraction)
+    assert CONSTANTS.hybrid_cpu_fraction < 1.0
+
+
+def test_unified_memory_is_not_a_split_between_host_and_gpu() -> None:
+    inv = apple(64, 400)
+    host = DeviceLoad("host", weight_bytes=2e9, layers=8)
+    alone = predict(inv, [host], [], 4096, 8, 0, 0, 512).devices[0]
+    split = predict(inv, [host, DeviceLoad("gpu0", weight_bytes=4e9, layers=24)],
+                    [("host", "gpu0")], 4096, 8, 0, 0, 512).devices[0]
+    assert split.weights_s == pytest.approx(alone.weights_s)
+
+
+def test_experts_left_in_ram_cost_their_host_bytes_at_the_hybrid_share() -> None:
+    model = S.build(S.QWEN3_30B_A3B, "Q4_K_M", 18.55)
+    inv = rig(RTX_4090, ram_bw=80, cores=8)
+    p = plan(inv, model, Request(advise=False, context=8192, n_cpu_moe=48))
+    host = next(d for d in p.predicted.devices if d.device == "host")
+    # all 48 blocks' experts are in RAM: 8 of 128 experts are read per token
+    experts = sum(t.nbytes for t in model.tensors if "_exps" in t.name) * 8 / 128
+    bw = host_bandwidth(inv, 8) * CONSTANTS.hybrid_cpu_fraction
+    assert host.experts_s == pytest.approx(experts / bw, rel=0.01)
