@@ -574,6 +574,42 @@ def spec_decode_tps(token_s: float, spec: SpecOutcome) -> float:
     return 1.0 / token_s * spec.tokens_per_step / spec.step_cost if token_s > 0 else 0.0
 
 
+OP_OFFLOAD_MIN_BATCH = 32   # llama.cpp's GPU backends take a host weight's matmul from
+#   this many tokens of a batch on (``offload_op``: the batch dimension >= 32)
+
+
+def batch_sizes(prompt_tokens: int, n_ubatch: int) -> list[tuple[int, int]]:
+    """The (tokens, count) of the batches a prompt is computed in: full ``n_ubatch``
+    batches and the rest (a prompt of 0 tokens: one full batch, the steady state)."""
+    u = max(1, n_ubatch)
+    if prompt_tokens <= 0:
+        return [(u, 1)]
+    out = [(u, prompt_tokens // u)] if prompt_tokens >= u else []
+    if prompt_tokens % u:
+        out.append((prompt_tokens % u, 1))
+    return out
+
+
+def host_offload_prefill(inventory: Inventory, load: DeviceLoad, main: Gpu, flops: float,
+                         threads: int, n_ubatch: int, prompt_tokens: int,
+                         c: SpeedConstants = CONSTANTS) -> float:
+    """Seconds per prompt token of a host part beside a GPU, as llama.cpp runs it: a batch
+    of :data:`OP_OFFLOAD_MIN_BATCH` tokens or more copies the host weights over PCIe to
+    the GPU once and multiplies there; a smaller one is computed by the host's cores."""
+    pcie = (main.pcie_gbps if main.pcie_gbps > 0 else 16.0) * GB * c.pcie_fraction
+    copy = 0.0 if main.unified_memory else load.stored_bytes / pcie
+    gpu_token = flops / gpu_flops(main, c)
+    cpu_token = flops / (max(1, threads) * core_gflops(inventory, c) * 1e9
+                         * load.cpu_prefill_rate)
+    total = tokens = 0.0
+    for size, count in batch_sizes(prompt_tokens, n_ubatch):
+        per_batch = (copy + size * gpu_token if size >= OP_OFFLOAD_MIN_BATCH
+                     else size * cpu_token)
+        total += count * per_batch
+        tokens += count * size
+    return total / tokens if tokens else 0.0
+
+
 def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], threads: int,
                            n_ubatch: int, c: SpeedConstants = CONSTANTS,
                            prompt_tokens: int = 0, flash: bool = True
@@ -597,11 +633,9 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
         elif gpu is not None:
             out.append((load.device, flops / gpu_flops(gpu, c) + disk))
         elif gpus:
-            # llama.cpp copies host-resident weights to the GPU for big batches
             main = max(gpus, key=lambda g: g.tflops_fp16)
-            pcie = (main.pcie_gbps if main.pcie_gbps > 0 else 16.0) * GB * c.pcie_fraction
-            copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
-            out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
+            out.append((load.device, host_offload_prefill(
+                inventory, load, main, flops, threads, n_ubatch, prompt_tokens, c) + disk))
         else:
             cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
             attention = 0.0 if flash or not prompt_tokens else \

@@ -70,3 +70,27 @@ def test_experts_left_in_ram_cost_their_host_bytes_at_the_hybrid_share() -> None
     experts = sum(t.nbytes for t in model.tensors if "_exps" in t.name) * 8 / 128
     bw = host_bandwidth(inv, 8) * CONSTANTS.hybrid_cpu_fraction
     assert host.experts_s == pytest.approx(experts / bw, rel=0.01)
+
+
+def _host_prefill(prompt: int) -> float:
+    inv = rig(RTX_4090, ram_bw=80, cores=8)
+    host = DeviceLoad("host", weight_bytes=8e9, stored_bytes=8e9, flops=4e9, layers=16)
+    gpu0 = DeviceLoad("gpu0", weight_bytes=8e9, stored_bytes=8e9, flops=4e9, layers=16)
+    parts = predict(inv, [host, gpu0], [("host", "gpu0")], 4096, 8, prompt, 0, 512)
+    return dict(parts.prefill_devices)["host"]
+
+
+def test_a_prompt_batch_of_32_tokens_or_more_copies_the_host_weights_once() -> None:
+    pcie = RTX_4090.pcie_gbps * 1e9 * CONSTANTS.pcie_fraction
+    copy = 8e9 / pcie
+    # a 100-token prompt pays the whole copy (it used to be spread over a 512-token batch)
+    assert _host_prefill(100) * 100 > copy
+    assert _host_prefill(100) * 100 < copy * 1.2
+    # a long prompt pays one copy per batch of 512
+    assert _host_prefill(5120) * 5120 == pytest.approx(10 * copy, rel=0.2)
+
+
+def test_a_prompt_batch_under_32_tokens_is_computed_by_the_host() -> None:
+    cpu = 4e9 / (8 * CONSTANTS.cpu_core_gflops * 1e9)   # 8 cores, no copy over PCIe
+    assert _host_prefill(20) == pytest.approx(cpu)
+    assert _host_prefill(20) * 20 < 8e9 / (RTX_4090.pcie_gbps * 1e9)
