@@ -18,13 +18,23 @@ from __future__ import annotations
 import csv
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.speed_rows import AMD_GPU, APPLE_GPU, METAL, ROWS, Row, row_groups  # noqa: E402
+from bench.speed_rows import (  # noqa: E402
+    AMD_GPU,
+    APPLE_GPU,
+    HWC_3090_GPTOSS,
+    HWC_PREFILL,
+    METAL,
+    ROWS,
+    Row,
+    row_groups,
+)
 from planner.codes import Code  # noqa: E402
 from planner.gpus import lookup  # noqa: E402
 from planner.inventory import Disk, DiskKind, Gpu, Host, Inventory, Vendor  # noqa: E402
@@ -130,6 +140,21 @@ def depth_table() -> None:
               f"  ({(tps / measured - 1) * 100:+.0f}%)")
 
 
+def prefill_table() -> None:
+    """Predicted vs measured prefill of a row with experts in RAM, by prompt length: a
+    batch of 32 tokens or more copies the host's experts to the GPU once (informative).
+    The run used llama-server's micro-batch of 512 (Loadout plans 2048 for it)."""
+    print("\nprefill with 27 blocks' experts in RAM, by prompt (hardware-corner.net, "
+          "RTX 3090; informative):")
+    row = HWC_3090_GPTOSS
+    for prompt, measured in HWC_PREFILL:
+        req = replace(request(row), prompt_tokens=prompt, n_ubatch=512)  # as the run did
+        p = plan(rig(row), S.build(row.shape, row.quant, row.file_gb), req)
+        tps = p.predicted.prefill_tps
+        print(f"  prompt {prompt:>5}: measured {measured:7.2f}  predicted {tps:7.2f}"
+              f"  ({(tps / measured - 1) * 100:+.0f}%)")
+
+
 def _median_line(label: str, errs: list[float]) -> str:
     if not errs:
         return f"  {label:<22} no rows"
@@ -230,6 +255,7 @@ def main() -> int:
             [g in row_groups(ROWS[r]) for r in ids]))))
     print(_median_line("rows marked holdout", errs(loso, held)))
     depth_table()
+    prefill_table()
     ok = med <= TARGET_MEDIAN and worst <= TARGET_GROUP
     print("PASS" if ok else "FAIL", f"(leave-one-source-out: median {med * 100:.1f}%, "
           f"target <= {TARGET_MEDIAN * 100:.0f}%; worst regime median {worst * 100:.1f}%, "

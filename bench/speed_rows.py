@@ -265,6 +265,14 @@ SPLIT_ROWS: dict[str, Row] = {
 }
 ROWS.update(SPLIT_ROWS)
 
+# Prefill with experts in RAM, by prompt length (not in the CSV: the same page's decode,
+# 1.4-1.8 t/s, is far below what the machine's RAM allows and is not explained):
+# https://www.hardware-corner.net/gpt-oss-offloading-moe-layers/ (RTX 3090, EPYC 7343,
+# 64 GB DDR4-3200, llama-server -ngl 99 --n-cpu-moe 27): (prompt tokens, prefill t/s).
+HWC_3090_GPTOSS = Row(S.GPT_OSS_120B, "MXFP4_MOE", (G("RTX 3090", 24, 936),), ram_gb=64,
+                      ram_bw=102.4, cores=16, file_gb=63.37, n_cpu_moe=27)
+HWC_PREFILL = ((85, 48.49), (500, 173.60), (1400, 229.07), (5500, 246.18))
+
 
 def row_groups(row: Row) -> tuple[str, ...]:
     """The row's vendor group when it runs on AMD or Apple GPUs (informative)."""

@@ -195,6 +195,8 @@ def _kv_note(ctx: Context, best: Trial) -> Note:
 def _bigger_ubatch(ctx: Context, best: Trial) -> Trial:
     """With weights in RAM and a GPU, prefill copies them over PCIe per micro-batch: a
     larger micro-batch pays that copy 4x less often, if its buffers still fit."""
+    if ctx.request.n_ubatch:
+        return best  # the user's -ub
     pl = best.layout.placement
     on_gpu = any(d != HOST for d in pl.layer_devices)
     spilled = any(d == HOST for d in pl.layer_devices) or any(

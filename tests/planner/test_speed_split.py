@@ -3,6 +3,8 @@ RAM): what the host's part costs, by weight type and by kind of state."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from planner.plan import plan
@@ -94,3 +96,17 @@ def test_a_prompt_batch_under_32_tokens_is_computed_by_the_host() -> None:
     cpu = 4e9 / (8 * CONSTANTS.cpu_core_gflops * 1e9)   # 8 cores, no copy over PCIe
     assert _host_prefill(20) == pytest.approx(cpu)
     assert _host_prefill(20) * 20 < 8e9 / (RTX_4090.pcie_gbps * 1e9)
+
+
+def test_a_pinned_micro_batch_is_kept_and_prices_the_copies_it_makes() -> None:
+    model = S.build(S.QWEN3_30B_A3B, "Q4_K_M", 18.55)
+    inv = rig(RTX_4090, ram_bw=80, cores=8)
+    spilled = Request(advise=False, context=8192, n_cpu_moe=48, prompt_tokens=4096)
+    chosen = plan(inv, model, spilled)
+    pinned = plan(inv, model, replace(spilled, n_ubatch=512))
+    assert chosen.engine.n_ubatch == 2048      # the planner's: fewer copies over PCIe
+    assert pinned.engine.n_ubatch == 512
+    # 8 copies of the host's experts instead of 2
+    assert pinned.predicted.prefill_tps < chosen.predicted.prefill_tps / 2
+    with pytest.raises(ValueError, match="n_ubatch"):
+        Request(n_ubatch=0)
