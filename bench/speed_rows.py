@@ -16,6 +16,7 @@ from planner.inventory import Backend, Vendor
 from planner.request import SpecMode, SpecRequest
 from tests.planner import shapes as S
 
+
 @dataclass(frozen=True)
 class G:
     """A GPU of a row: table name, VRAM GB, bandwidth; backend and extras."""
