@@ -117,8 +117,10 @@ CONSTANTS = SpeedConstants()
 # the per-layer and KV costs taken out), trained Q4_1 streams 0.46-0.47 per byte (the demo
 # and a model cut from its tensors; its random-weight twin 0.55: bench/core_rate.py,
 # "implied"), so Q4_1 is priced at that: every real model's weights are trained.
+# MXFP4 (gpt-oss's experts): 0.90 per byte, 0.95 per weight (bench/cpu_type_rate.py --types
+# Q4_K,MXFP4,Q4_1,Q4_0 --rounds 5, load average ~16 on this 2-core VM: one run).
 CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.47, "Q4_0": 1.0,
-                                   "Q4_K": 1.0}
+                                   "Q4_K": 1.0, "MXFP4": 0.90}
 
 
 # How fast one core prefills each weight type's block matrices, per weight, relative to
@@ -157,6 +159,8 @@ def prefill_kv_cells(prompt_tokens: int, n_ubatch: int) -> float:
 def _type_key(name: str) -> str:
     """A ggml type or file type's name as the rate tables key it (Q4_K_M -> Q4_K)."""
     t = name.upper()
+    if t.startswith("MXFP4"):
+        return "MXFP4"      # the file type MXFP4_MOE: its experts' type
     return t[:4] if t.startswith("Q") and t[2:4] == "_K" else t
 
 
