@@ -67,7 +67,7 @@ class SpeedConstants:
     #   flash on 97.0 / 33.7 / 13.2 t/s at depth 0 / 1000 / 3000 (cost 8.0, 9.1), flash
     #   off 87.6 / 66.2 / 42.1 t/s (cost 1.4, 1.5)
     cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
-    hybrid_cpu_fraction: float = 0.75      # the CPU's share of its own streaming rate when
+    hybrid_cpu_fraction: float = 0.84      # the CPU's share of its own streaming rate when
     #   it computes part of each token between a GPU's parts (layers or experts offloaded
     #   to RAM): the published split rows ran the host's bytes slower than the CPU-only
     #   rows of like machines (fitted; the cause is not isolated: short bursts between GPU
