@@ -16,10 +16,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from planner.cpu_rates import cpu_prefill_rate, cpu_type_rate
 from planner.memory import Placement
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from planner.quant import is_iquant
-from planner.speed import HOST, DeviceLoad, cpu_prefill_rate, cpu_type_rate
+from planner.speed import HOST, DeviceLoad
 
 log = logging.getLogger(__name__)
 
