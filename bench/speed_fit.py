@@ -51,7 +51,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("cpu_bw", ("cpu_bw_fraction", "cpu_core_gbps"), 0.80, 0.5, 1.2),
     Knob("cpu_layer", ("cpu_layer_s", "cpu_layer_thread_s", "cpu_recurrent_layer_s"),
          40e-6, 0.25, 4.0),
-    Knob("hybrid", ("hybrid_cpu_fraction",), 1.0, 0.4, 1.2),
+    Knob("hybrid", ("hybrid_arith_share",), 1.0, 0.25, 2.0),
 )
 K = {k.name: i for i, k in enumerate(KNOBS)}
 
@@ -64,7 +64,7 @@ TERMS: tuple[tuple[str, dict[str, int]], ...] = (
     ("metal_weights", {"metal_bw": -1}), ("metal_experts", {"metal_bw": -1, "expert": -1}),
     ("metal_layers", {"gpu_layer": 1}),
     ("host_reads", {"cpu_bw": -1}), ("host_layers", {"cpu_layer": 1}),
-    ("hybrid_host_reads", {"cpu_bw": -1, "hybrid": -1}),
+    ("hybrid_host_arith", {"hybrid": 1}),
     ("fixed", {}),
 )
 T = {name: i for i, (name, _) in enumerate(TERMS)}
@@ -78,13 +78,11 @@ PRIOR = 0.02          # weight of the pull toward the default, per unit of log-s
 def row_terms(inventory: Inventory, speed: Speed) -> np.ndarray:
     """One plain token's seconds of ``speed``, split into :data:`TERMS`."""
     out = np.zeros(len(TERMS))
-    hybrid = any(g is not None and not g.remote and not g.unified_memory
-                 for g in (gpu_of(inventory, d.device) for d in speed.devices))
     for d in speed.devices:
         gpu = gpu_of(inventory, d.device)
         if gpu is None:
-            reads = "hybrid_host_reads" if hybrid else "host_reads"
-            out[T[reads]] += d.weights_s + d.experts_s + d.kv_s
+            out[T["host_reads"]] += d.weights_s + d.experts_s + d.kv_s
+            out[T["hybrid_host_arith"]] += d.arith_s
             out[T["host_layers"]] += d.overhead_s
         elif gpu.remote:
             out[T["fixed"]] += d.total_s

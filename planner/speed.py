@@ -75,11 +75,11 @@ class SpeedConstants:
     #   flash on 97.0 / 33.7 / 13.2 t/s at depth 0 / 1000 / 3000 (cost 8.0, 9.1), flash
     #   off 87.6 / 66.2 / 42.1 t/s (cost 1.4, 1.5)
     cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
-    hybrid_cpu_fraction: float = 0.84      # the CPU's share of its own streaming rate when
-    #   it computes part of each token between a GPU's parts (layers or experts offloaded
-    #   to RAM): the published split rows ran the host's bytes slower than the CPU-only
-    #   rows of like machines (fitted; the cause is not isolated: short bursts between GPU
-    #   work, the hand-over of the hidden state, thread wake-ups)
+    hybrid_arith_share: float = 0.88       # a host part between a GPU's parts pays its
+    #   arithmetic on top of its reads, times this share (1: none of it hidden behind the
+    #   reads; fitted): the host computes each offloaded layer in a short burst while the
+    #   GPU waits, where a CPU-only token streams its layers back to back. The published
+    #   split rows ran 13-60% slower than their host's reads alone
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
     gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
@@ -163,10 +163,13 @@ class DeviceTime:
     compute_s: float = 0.0    # the token's arithmetic alone here (what a verified
     #   token adds to a step whose weights are read anyway)
     layers: int = 0
+    arith_s: float = 0.0      # arithmetic not hidden behind the reads (a host part of a
+    #   split token: :attr:`SpeedConstants.hybrid_arith_share`)
 
     @property
     def total_s(self) -> float:
-        return self.weights_s + self.experts_s + self.kv_s + self.overhead_s + self.disk_s
+        return (self.weights_s + self.experts_s + self.kv_s + self.overhead_s + self.disk_s
+                + self.arith_s)
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,7 @@ class Speed:
             "time_per_token_ms": {
                 d.device: {"weights": _ms(d.weights_s), "experts": _ms(d.experts_s),
                            "kv": _ms(d.kv_s), "overhead": _ms(d.overhead_s),
-                           "disk": _ms(d.disk_s)}
+                           "disk": _ms(d.disk_s), "arithmetic": _ms(d.arith_s)}
                 for d in self.devices},
             "transfer_ms": _ms(self.transfer_s),
         }
@@ -301,8 +304,8 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
                 c: SpeedConstants = CONSTANTS, flash: bool = True,
                 hybrid: bool = False) -> DeviceTime:
     """Seconds one decoded token spends on ``load.device`` (``flash``: flash attention;
-    ``hybrid``: a GPU computes the rest of the token, the host's part is priced at
-    :attr:`SpeedConstants.hybrid_cpu_fraction` of its streaming rate)."""
+    ``hybrid``: a GPU computes the rest of the token; the host's part pays its
+    arithmetic on top of its reads, :attr:`SpeedConstants.hybrid_arith_share` of it)."""
     gpu = gpu_of(inventory, load.device)
     disk_s = load.disk_bytes / disk_bandwidth(inventory, c) if load.disk_bytes else 0.0
     if gpu is not None and gpu.remote:
@@ -316,15 +319,13 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
                           load.flops / gpu_flops(gpu, c), load.layers)
     bw = host_bandwidth(inventory, threads, c, load.cpu_type_rate) \
         / (c.cpu_iq_factor if load.iquant else 1.0)
-    if hybrid:
-        bw *= c.hybrid_cpu_fraction
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
+    arith = load.flops / cpu * c.hybrid_arith_share if hybrid else 0.0
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
                       (load.kv_bytes * cpu_kv_cost(flash, c) + load.state_bytes) / bw,
-                      overhead, disk_s,
-                      load.flops / cpu, load.layers)
+                      overhead, disk_s, load.flops / cpu, load.layers, arith)
 
 
 def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,

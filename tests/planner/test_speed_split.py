@@ -43,35 +43,37 @@ def test_a_recurrent_state_is_streamed_once_not_read_like_an_attention_cache(
     assert cache.kv_s >= state.kv_s   # an attention kernel's read costs more per byte
 
 
-def test_the_host_part_of_a_split_token_runs_at_the_hybrid_share() -> None:
+def test_the_host_part_of_a_split_token_pays_its_arithmetic_on_top_of_its_reads() -> None:
     inv = rig(RTX_4090, ram_bw=80, cores=8)
-    host = DeviceLoad("host", weight_bytes=2e9, layers=8)
+    host = DeviceLoad("host", weight_bytes=2e9, flops=8e9, layers=8)
     alone = predict(inv, [host], [], 4096, 8, 0, 0, 512).devices[0]
     split = predict(inv, [host, DeviceLoad("gpu0", weight_bytes=4e9, layers=24)],
                     [("host", "gpu0")], 4096, 8, 0, 0, 512).devices[0]
-    assert alone.weights_s == pytest.approx(2e9 / host_bandwidth(inv, 8))
-    assert split.weights_s == pytest.approx(alone.weights_s / CONSTANTS.hybrid_cpu_fraction)
-    assert CONSTANTS.hybrid_cpu_fraction < 1.0
+    assert alone.weights_s == split.weights_s == pytest.approx(2e9 / host_bandwidth(inv, 8))
+    assert alone.arith_s == 0.0
+    cpu = 8e9 / (8 * CONSTANTS.cpu_core_gflops * 1e9)
+    assert split.arith_s == pytest.approx(cpu * CONSTANTS.hybrid_arith_share)
+    assert split.total_s > alone.total_s
 
 
 def test_unified_memory_is_not_a_split_between_host_and_gpu() -> None:
     inv = apple(64, 400)
-    host = DeviceLoad("host", weight_bytes=2e9, layers=8)
-    alone = predict(inv, [host], [], 4096, 8, 0, 0, 512).devices[0]
+    host = DeviceLoad("host", weight_bytes=2e9, flops=8e9, layers=8)
     split = predict(inv, [host, DeviceLoad("gpu0", weight_bytes=4e9, layers=24)],
                     [("host", "gpu0")], 4096, 8, 0, 0, 512).devices[0]
-    assert split.weights_s == pytest.approx(alone.weights_s)
+    assert split.arith_s == 0.0
 
 
-def test_experts_left_in_ram_cost_their_host_bytes_at_the_hybrid_share() -> None:
+def test_experts_left_in_ram_cost_their_active_bytes_and_arithmetic() -> None:
     model = S.build(S.QWEN3_30B_A3B, "Q4_K_M", 18.55)
     inv = rig(RTX_4090, ram_bw=80, cores=8)
     p = plan(inv, model, Request(advise=False, context=8192, n_cpu_moe=48))
     host = next(d for d in p.predicted.devices if d.device == "host")
     # all 48 blocks' experts are in RAM: 8 of 128 experts are read per token
     experts = sum(t.nbytes for t in model.tensors if "_exps" in t.name) * 8 / 128
-    bw = host_bandwidth(inv, 8) * CONSTANTS.hybrid_cpu_fraction
-    assert host.experts_s == pytest.approx(experts / bw, rel=0.01)
+    assert host.experts_s == pytest.approx(experts / host_bandwidth(inv, 8), rel=0.01)
+    assert host.arith_s == pytest.approx(host.compute_s * CONSTANTS.hybrid_arith_share)
+    assert host.arith_s > 0
 
 
 def _host_prefill(prompt: int) -> float:
