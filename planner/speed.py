@@ -79,7 +79,7 @@ class SpeedConstants:
     #   arithmetic on top of its reads, times this share (1: none of it hidden behind the
     #   reads; fitted): the host computes each offloaded layer in a short burst while the
     #   GPU waits, where a CPU-only token streams its layers back to back. The published
-    #   split rows ran 13-60% slower than their host's reads alone
+    #   split rows were predicted 13-62% too fast on their host's reads alone
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
     gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
