@@ -74,8 +74,14 @@ def _profile(spec: str) -> ModelProfile:
         return load_remote_profile(spec)
     from engine.gguf_file import load_profile
     from engine.models import resolve_local_model
+    from planner.errors import GGUFError, UnsupportedModelError
 
-    return load_profile(resolve_local_model(spec))
+    try:
+        return load_profile(resolve_local_model(spec))
+    except (GGUFError, UnsupportedModelError) as exc:  # say which file, when several
+        if spec in str(exc):
+            raise
+        raise type(exc)(f"{spec}: {exc}") from exc
 
 
 def _inventory(rig: str | None, workers: str | None = None,
@@ -145,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
     from planner.plan import plan
     from planner.quant import choose
 
-    inventory = _inventory(args.rig, getattr(args, "workers", None),
-                           getattr(args, "link_gbps", None))
+    # The model files and the request first: a file that is not a model, or a bad
+    # option, is refused at once, before detection looks at (or measures) the machine.
+    profiles = [_profile(m) for m in args.model]
+    projector = _projector(args)
     try:
         request = build_request(args)
         if not args.rig:  # this machine: its measured runs correct the prediction
@@ -158,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"loadout plan: error: {exc}", file=sys.stderr)
         return 2
-    profiles = [_profile(m) for m in args.model]
-    projector = _projector(args)
+    inventory = _inventory(args.rig, getattr(args, "workers", None),
+                           getattr(args, "link_gbps", None))
     if projector is not None:
         from planner.plan import plan_with_projector
 

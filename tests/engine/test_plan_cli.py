@@ -93,3 +93,29 @@ def test_plan_without_a_rig_plans_for_this_machine(capsys: pytest.CaptureFixture
     assert doc["fits"] is True
     assert doc["predicted"]["depth"] == 100
     assert doc["engine"]["n_threads"] >= 1
+
+
+@pytest.mark.parametrize("data", [b"GGUF", b"", b"GGUF\x03\x00\x00\x00" + b"\xff" * 16,
+                                  b"not a model at all\n"],
+                         ids=["four-bytes", "empty", "hostile-counts", "text"])
+def test_a_malformed_file_is_refused_before_the_machine_is_detected(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        data: bytes) -> None:
+    import engine.hardware
+
+    detected: list[int] = []
+
+    def detect(**_kwargs: object) -> Inventory:  # the real one measures for seconds
+        detected.append(1)
+        raise AssertionError("the machine was detected before the file was read")
+
+    monkeypatch.setattr(engine.hardware, "detect", detect)
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(data)
+    assert main(["plan", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("loadout plan: error:") and "bad.gguf" in err
+    assert detected == []
+    # a bad option is refused before detection too
+    assert main(["plan", "demo", "--spec", "warp:9"]) == 2
+    assert detected == []
