@@ -208,7 +208,7 @@ def _ranges(rs: tuple[tuple[int, int], ...]) -> str:
 
 
 # What a spill moved, in words (its reason is among the plan's sentences).
-_SPILLED = {"experts_to_ram": "routed experts", "layers_to_ram": "whole layers",
+_SPILLED = {"experts_to_ram": "routed experts of layers", "layers_to_ram": "layers",
             "weights_on_disk": "weights"}
 
 
@@ -248,9 +248,9 @@ def _render(plan: Plan, model: str) -> str:
                      f"{v.image_tokens} tokens, encoded in {fmt_seconds(v.encode_s)}")
     for s in p.spills:
         what = _SPILLED.get(s.kind.value, "weights")
-        where = f" of layers {_ranges(s.layers)}" if s.layers else ""
+        where = f" {_ranges(s.layers)}" if s.layers else ""
         lines.append(f"  spilled: {what}{where}, {_gib(s.bytes)} on {s.to} (costs "
-                     f"{s.cost_ms:.2f} ms per token)")
+                     f"{fmt_seconds(s.cost_ms / 1000)} per token)")
     spec = p.speculative
     lines.append(f"Context {fmt_tokens(p.context)} tokens x {p.parallel} slot(s), KV cache "
                  f"{p.kv_type}, "
