@@ -95,6 +95,19 @@ def clock_ghz(cpuinfo: str, sys_root: Path = Path("/sys")) -> float:
     return 0.0
 
 
+def usable_threads() -> int:
+    """The logical CPUs this process may run on: its affinity where the OS has one
+    (Linux, Windows), else every logical CPU (macOS)."""
+    try:
+        if sys.platform == "linux":
+            return len(os.sched_getaffinity(0)) or 1
+        if sys.platform == "win32":
+            return len(psutil.Process().cpu_affinity()) or 1
+    except (OSError, psutil.Error):
+        pass
+    return psutil.cpu_count(logical=True) or 1
+
+
 def probe_host(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Host:
     """The host with RAM as psutil sees it now; bandwidth is a placeholder until measured.
 
@@ -104,10 +117,7 @@ def probe_host(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -
     cpuinfo = read_text(proc_root / "cpuinfo") or ""
     name = cpu_model(cpuinfo) or (_darwin_cpu() if sys.platform == "darwin" else "")
     name = name or platform.processor() or platform.machine() or "unknown CPU"
-    try:
-        threads = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        threads = psutil.cpu_count(logical=True) or 1
+    threads = usable_threads()
     cores = min(psutil.cpu_count(logical=False) or threads, threads)
     mem = psutil.virtual_memory()
     return Host(cpu=name, cores=max(1, cores), threads=max(1, threads),
