@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app import engine_job
+
 DEFAULT_SECONDS = 60.0
 _RUN_LINE = re.compile(r"^run (\d+): prefill ([\d.]+) t/s, decode ([\d.]+) t/s")
 
@@ -51,6 +53,7 @@ def measure(argv: Sequence[str], progress: Callable[[RunProgress], None],
     start = time.monotonic()
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True)
+    engine_job.contain(proc.pid)  # Windows: the model it loads ends with the app
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout
                                                         else ""), daemon=True)

@@ -5,7 +5,9 @@ process before it becomes the engine. It starts :mod:`engine.parent_watch` on th
 lifeline pipe (read end ``FD``, inherited; the app holds the write end for its whole
 life, so the pipe ends when the app does, however it ends), asks Linux to also send
 SIGTERM when the parent dies, then runs ``loadout serve`` in this same process, where the
-watch keeps running. Windows starts the engine directly (see :func:`wrapper_arguments`).
+watch keeps running. Windows passes no pipe (``-m app.engine_child -m loadout ...``): the
+watch waits on the app's process, named by ``LOADOUT_APP_PID``, and the app puts the
+engine in a Job Object that ends with it (``app.engine_job``).
 
 No Qt here.
 """
@@ -26,7 +28,8 @@ _lifeline: tuple[int, int] | None = None  # (read end, write end), made once per
 
 
 def supported() -> bool:
-    """Whether the engine can be tied to the app's life here (POSIX systems)."""
+    """Whether the app's lifeline pipe is passed to the engine here (POSIX systems; on
+    Windows the engine watches the app's process instead)."""
     return os.name == "posix"
 
 
@@ -42,7 +45,10 @@ def lifeline_fd() -> int:
 
 
 def wrapper_arguments() -> list[str]:
-    """The arguments that put this wrapper before the engine's own (none where unsupported)."""
+    """The arguments that put this wrapper before the engine's own (with the lifeline pipe
+    on POSIX, without it on Windows; none elsewhere)."""
+    if sys.platform == "win32":
+        return ["-m", "app.engine_child"]
     if not supported():
         return []
     return ["-m", "app.engine_child", LIFELINE, str(lifeline_fd())]
@@ -89,6 +95,10 @@ def main(argv: list[str]) -> None:
     if len(rest) >= 2 and rest[0] == "-m":
         sys.argv = [rest[1], *rest[2:]]
         runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
+        return
+    if len(rest) >= 2 and rest[0] == "-c":  # in this process, where the watch runs
+        sys.argv = ["-c", *rest[2:]]
+        exec(compile(rest[1], "<string>", "exec"), {"__name__": "__main__"})
         return
     os.execv(sys.executable, [sys.executable, *rest])
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
+from app import engine_job
 from app.engine_child import PARENT_ENV, wrapper_arguments
 from app.engine_client import Endpoint, EngineHttpError, post_json
 from app.engine_launch import (
@@ -125,6 +126,7 @@ class EngineProcess(QObject):
         process.readyReadStandardError.connect(self._on_process_stderr)
         process.finished.connect(self._on_process_finished)
         process.errorOccurred.connect(self._on_process_error)
+        process.started.connect(self._on_process_started)
         self._process = process
         self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=self.app_key)
         self.pinned = library_model_id(spec.model_path) if self.library else None
@@ -261,6 +263,11 @@ class EngineProcess(QObject):
         if isinstance(progress, int | float):
             self.load_progress = float(progress)
             self.sig_load_progressed.emit(self.load_progress)
+
+    def _on_process_started(self) -> None:
+        pid = self.pid()
+        if pid is not None:
+            engine_job.contain(pid)  # Windows: ends with the app, however the app ends
 
     def _on_process_error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart:

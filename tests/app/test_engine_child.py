@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -35,8 +34,8 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not supported(), reason="tying a child to its parent is Linux-only")
 def test_the_engine_ends_when_the_app_is_killed() -> None:
+    # POSIX: the parent's death signal and its number polled; Windows: its handle waited on
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE,
                               env=env, cwd=ROOT, text=True)
@@ -45,7 +44,7 @@ def test_the_engine_ends_when_the_app_is_killed() -> None:
         child = int(parent.stdout.readline())
         assert _alive(child)
         time.sleep(0.5)  # dies before or after the child is tied to it: both must work
-        os.kill(parent.pid, signal.SIGKILL)  # the app crashes
+        parent.kill()  # the app crashes (SIGKILL; TerminateProcess on Windows)
         parent.wait(10)
         deadline = time.monotonic() + 10
         while _alive(child) and time.monotonic() < deadline:
@@ -81,3 +80,15 @@ def test_the_engine_ends_when_the_apps_lifeline_closes_though_its_parent_lives(
     finally:
         child.kill()
         child.wait(10)
+
+
+def test_the_wrapper_goes_before_the_engine_on_every_os(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    import app.engine_child as ec
+
+    monkeypatch.setattr(ec.sys, "platform", "win32")
+    assert ec.wrapper_arguments() == ["-m", "app.engine_child"]  # no pipe: the pid is watched
+    monkeypatch.setattr(ec.sys, "platform", "linux")
+    if supported():
+        args = ec.wrapper_arguments()
+        assert args[:3] == ["-m", "app.engine_child", "--lifeline"] and args[3].isdigit()
