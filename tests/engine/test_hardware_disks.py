@@ -47,6 +47,7 @@ def _fake_block(root: Path, folder: Path, disk: str, part: str | None, rotationa
     return root
 
 
+@pytest.mark.skipif(not hasattr(os, "major"), reason="sysfs and device numbers are Linux's")
 @pytest.mark.parametrize(("disk", "part", "rotational", "slave_of", "kind"), [
     ("nvme0n1", "nvme0n1p2", "0", None, DiskKind.NVME),
     ("sda", "sda1", "0", None, DiskKind.SSD),

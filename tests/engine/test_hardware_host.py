@@ -40,6 +40,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
     return detect(model_dirs=[models], sources=Sources(cache_dir=cache))
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="compares with Linux's /proc")
 def test_host_agrees_with_proc(measured: Inventory) -> None:
     host, mem = measured.host, _meminfo()
     assert host.ram_total_bytes == mem["MemTotal"]
