@@ -15,6 +15,7 @@ No Qt here.
 from __future__ import annotations
 
 import ctypes
+import io
 import os
 import runpy
 import signal
@@ -73,6 +74,19 @@ def split_lifeline(argv: list[str]) -> tuple[int | None, list[str]]:
     return None, argv
 
 
+def utf8_pipes() -> None:
+    """Write stdout and stderr as UTF-8 when they are pipes, as the app reads them.
+
+    Windows writes a pipe in the ANSI code page (cp1252 ...): a model path or a message
+    with other characters would reach the app garbled, or fail to print at all.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        if (isinstance(stream, io.TextIOWrapper) and encoding != "utf8"
+                and not stream.isatty()):
+            stream.reconfigure(encoding="utf-8", errors="replace")
+
+
 def tie_to_parent(argv: list[str]) -> list[str]:
     """Tie this process to its parent (``[--lifeline FD]`` from ``argv``); the rest of argv.
 
@@ -82,6 +96,7 @@ def tie_to_parent(argv: list[str]) -> list[str]:
     from engine.parent_watch import watch_parent
 
     fd, rest = split_lifeline(argv)
+    utf8_pipes()
     if sys.platform.startswith("linux"):
         _die_with_parent()
     expected = os.environ.get(PARENT_ENV)

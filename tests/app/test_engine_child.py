@@ -92,3 +92,14 @@ def test_the_wrapper_goes_before_the_engine_on_every_os(monkeypatch: pytest.Monk
     if supported():
         args = ec.wrapper_arguments()
         assert args[:3] == ["-m", "app.engine_child", "--lifeline"] and args[3].isdigit()
+
+
+def test_the_engine_writes_utf8_to_the_apps_pipes_whatever_the_locale(tmp_path: Path) -> None:
+    # Windows writes pipes in its ANSI code page; PYTHONIOENCODING stands in for it here
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "cp1252"}
+    code = "import sys; print('mod\u00e8le \u6f22 ok'); print('\u6f22', file=sys.stderr)"
+    run = subprocess.run([sys.executable, "-m", "app.engine_child", "-c", code], env=env,
+                         cwd=ROOT, capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.decode("utf-8").strip() == "mod\u00e8le \u6f22 ok"
+    assert "\u6f22" in run.stderr.decode("utf-8")
