@@ -103,3 +103,19 @@ def test_the_engine_writes_utf8_to_the_apps_pipes_whatever_the_locale(tmp_path: 
     assert run.returncode == 0, run.stderr
     assert run.stdout.decode("utf-8").strip() == "mod\u00e8le \u6f22 ok"
     assert "\u6f22" in run.stderr.decode("utf-8")
+
+
+def test_a_frozen_windowed_app_starts_its_engine_with_the_console_executable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.engine_launch import python_executable
+
+    windowed = tmp_path / ("Loadout.exe" if sys.platform == "win32" else "Loadout")
+    console = tmp_path / ("loadout-cli.exe" if sys.platform == "win32" else "loadout-cli")
+    windowed.write_bytes(b"")
+    monkeypatch.setattr(sys, "executable", str(windowed))
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert python_executable() == str(windowed)  # Linux's bundle: one console executable
+    console.write_bytes(b"")
+    assert python_executable() == str(console)  # its stdout is the pipe the app reads
+    monkeypatch.delattr(sys, "frozen")
+    assert python_executable() == str(windowed)  # not frozen: this interpreter
