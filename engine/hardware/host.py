@@ -75,6 +75,22 @@ def _darwin_cpu() -> str:
         return ""
 
 
+def _windows_cpu() -> str:
+    """The CPU's marketing name from the registry (Windows has no /proc/cpuinfo;
+    ``platform.processor()`` says only "Intel64 Family 6 Model 154 ...")."""
+    if sys.platform != "win32":
+        return ""
+    import winreg
+
+    try:
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE,
+                            r"HARDWARE\DESCRIPTION\System\CentralProcessor\0") as key:
+            value, _kind = winreg.QueryValueEx(key, "ProcessorNameString")
+    except OSError:
+        return ""
+    return str(value).strip()
+
+
 def clock_ghz(cpuinfo: str, sys_root: Path = Path("/sys")) -> float:
     """The cores' top clock in GHz: cpufreq's maximum, else psutil's, else the highest
     ``cpu MHz`` in /proc/cpuinfo (a VM's nominal clock); 0.0 when nothing says."""
@@ -116,6 +132,7 @@ def probe_host(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -
     """
     cpuinfo = read_text(proc_root / "cpuinfo") or ""
     name = cpu_model(cpuinfo) or (_darwin_cpu() if sys.platform == "darwin" else "")
+    name = name or _windows_cpu()
     name = name or platform.processor() or platform.machine() or "unknown CPU"
     threads = usable_threads()
     cores = min(psutil.cpu_count(logical=False) or threads, threads)
