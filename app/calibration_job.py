@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -40,10 +39,13 @@ class RunProgress:
 
 
 def command(model: str = "demo", extra: Sequence[str] = ()) -> list[str]:
-    """The calibration's command line (the app's own interpreter); ``extra`` after the
-    default ``--seconds``, so it may shorten the run."""
-    return [sys.executable, "-m", "loadout", "calibrate", model, "--seconds",
-            f"{DEFAULT_SECONDS:g}", "--json", *extra]
+    """The calibration's command line (the app's own interpreter, or a frozen bundle's
+    console executable, whose output the app reads); ``extra`` after the default
+    ``--seconds``, so it may shorten the run."""
+    from engine.engine_select import loadout_command
+
+    return [*loadout_command(), "calibrate", model, "--seconds", f"{DEFAULT_SECONDS:g}",
+            "--json", *extra]
 
 
 def measure(argv: Sequence[str], progress: Callable[[RunProgress], None],

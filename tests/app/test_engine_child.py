@@ -119,3 +119,18 @@ def test_a_frozen_windowed_app_starts_its_engine_with_the_console_executable(
     assert python_executable() == str(console)  # its stdout is the pipe the app reads
     monkeypatch.delattr(sys, "frozen")
     assert python_executable() == str(windowed)  # not frozen: this interpreter
+
+
+def test_a_frozen_app_measures_the_machine_with_the_console_executable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.calibration_job import command
+
+    assert command("demo")[:4] == [sys.executable, "-m", "loadout", "calibrate"]
+    windowed = tmp_path / ("Loadout.exe" if sys.platform == "win32" else "Loadout")
+    console = tmp_path / ("loadout-cli.exe" if sys.platform == "win32" else "loadout-cli")
+    windowed.write_bytes(b"")
+    console.write_bytes(b"")
+    monkeypatch.setattr(sys, "executable", str(windowed))
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert command("demo", ["--seconds", "5"]) == [
+        str(console), "calibrate", "demo", "--seconds", "60", "--json", "--seconds", "5"]
