@@ -318,9 +318,11 @@ def _core_rate(host: Host, cache: ProbeCache, measure: bool, again: bool, src: S
 
 def _busy(threads: int) -> bool:
     """Whether other work already keeps the CPUs busy (a probe then reads low)."""
+    if sys.platform == "win32":  # Windows has no load average
+        return False
     try:
         return os.getloadavg()[0] >= 0.75 * threads
-    except (AttributeError, OSError):  # Windows has no load average
+    except OSError:
         return False
 
 

@@ -40,6 +40,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
     return detect(model_dirs=[models], sources=Sources(cache_dir=cache))
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="compares with Linux's /proc")
 def test_host_agrees_with_proc(measured: Inventory) -> None:
     host, mem = measured.host, _meminfo()
     assert host.ram_total_bytes == mem["MemTotal"]
@@ -290,3 +291,19 @@ def test_the_clock_comes_from_cpufreq_else_cpuinfo(tmp_path: Path,
     assert detected.clock_ghz >= 0.0
     assert Inventory.from_json(Inventory((), detected, ()).to_json()).host.clock_ghz == \
         detected.clock_ghz
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="the registry is Windows's")
+def test_on_windows_the_cpu_is_named_as_its_maker_names_it() -> None:
+    from engine.hardware.host import _windows_cpu
+
+    name = _windows_cpu()
+    assert name and "Family" not in name
+    assert probe_host().cpu == name
+
+
+def test_off_windows_the_registry_is_not_asked() -> None:
+    from engine.hardware.host import _windows_cpu
+
+    if sys.platform != "win32":
+        assert _windows_cpu() == ""
