@@ -68,9 +68,13 @@ def advice_line(advice: Advice) -> str:
     text = QCoreApplication.translate(_ADVICE_CONTEXT, _ADVICE_TEMPLATE).format(
         advice=sentence(advice.code.value, dict(advice.numbers)),
         tps=fmt_tps(advice.decode_tps))
-    if advice.helps or advice.code.value == "advice_no_change_needed":
-        return text
-    return f"{text} (does not help)"  # the planner's verdict; the window leaves these out
+    return text
+
+
+def shown_advice(plan: Plan) -> list[Advice]:
+    """The advice the window shows: what would make it faster, or "no change needed"
+    (what-ifs that do not help stay in --json)."""
+    return [a for a in plan.advice if a.helps or a.code.value == "advice_no_change_needed"]
 
 
 def bottleneck_line(bottleneck: Bottleneck) -> str:

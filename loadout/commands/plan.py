@@ -285,9 +285,10 @@ def _render(plan: Plan, model: str) -> str:
     if said:
         lines.append("Why:")
         lines.extend(f"  {m}" for m in said)
-    if p.advice:
+    shown = words.shown_advice(p)
+    if shown:
         lines.append("Advice:")
-        lines.extend(f"  - {words.advice_line(a)}" for a in p.advice)
+        lines.extend(f"  - {words.advice_line(a)}" for a in shown)
     e = p.engine.to_json()  # as the plan document says it
     lines.append(f"Engine: n_gpu_layers={e['n_gpu_layers']} tensor_split={e['tensor_split']} "
                  f"main_gpu={e['main_gpu']} n_ctx={e['n_ctx']} type_k/v={p.kv_type} "
