@@ -779,6 +779,10 @@
         <translation>已依您的選擇關閉 Flash Attention。</translation>
     </message>
     <message>
+        <source>llama.cpp cannot hold this model&apos;s KV cache as {kv_type}: its heads of {head_dim} values are not whole blocks of {block}. Choose f16 or Automatic for the KV cache.</source>
+        <translation>llama.cpp 無法以 {kv_type} 保存此模型的 KV 快取：其 {head_dim} 維的注意力頭不是 {block} 元素區塊的整數倍。請將 KV 快取設為 f16 或自動。</translation>
+    </message>
+    <message>
         <source>Flash attention stays on: llama.cpp needs it for a {kv_type} KV cache.</source>
         <translation>Flash Attention 保持開啟：llama.cpp 使用 {kv_type} KV 快取時需要它。</translation>
     </message>

@@ -204,6 +204,10 @@ def render(plan: Plan, model: str) -> str:
     p = plan
     lines = [f"Plan for {model} ({p.quant}): {'fits' if p.fits else 'DOES NOT FIT'}"
              f"  [{', '.join(r.value for r in p.reasons)}]"]
+    if not p.fits:  # why, as the window says it
+        from app.texts import fit_reason
+
+        lines.append(f"  {fit_reason(p)}")
     for r in p.roles:
         lines.append(f"  GPU {r.gpu} {r.name}: {r.role.value} ({r.reason.value})")
     lines.append("Memory map:")
