@@ -1479,6 +1479,10 @@
 <context>
     <name>LoadRefusal</name>
     <message>
+        <source>{name} was not loaded. {why}</source>
+        <translation>未加载 {name}。{why}</translation>
+    </message>
+    <message>
         <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
         <translation>未加载 {name}：本机内存放不下它。{why}请在“模型”页选择更小的模型或量化版本，或在“计划”页选择更短的上下文。</translation>
     </message>

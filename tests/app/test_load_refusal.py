@@ -19,3 +19,4 @@ def test_a_kv_type_llama_cpp_refuses_is_named_with_its_numbers() -> None:
     assert "hd16.gguf was not loaded" in text
     assert "as q4_0: its heads of 16 values are not whole blocks of 32" in text
     assert "?" not in text  # every number of the sentence is filled in
+    assert "memory" not in text  # not a memory problem: a smaller model would not help
