@@ -23,6 +23,10 @@ def refusal_text(reason: str, model_name: str, plan: Plan | None) -> str:
         model_name: the file name of the model that was to be loaded ("" when none).
         plan: its plan (the reasons it does not fit come from it).
     """
+    if reason == "does_not_fit" and plan is not None and _refused_by_kv_type(plan):
+        return QCoreApplication.translate(  # memory is not the reason: say only why
+            "LoadRefusal", "{name} was not loaded. {why}").format(
+                name=model_name, why=fit_reason(plan))
     if reason == "does_not_fit" and plan is not None:
         return QCoreApplication.translate(
             "LoadRefusal",
@@ -38,3 +42,9 @@ def refusal_text(reason: str, model_name: str, plan: Plan | None) -> str:
         "LoadRefusal",
         "No model to load yet: choose one on the Models page (or the demo model); it loads "
         "once its plan is made.")
+
+
+def _refused_by_kv_type(plan: Plan) -> bool:
+    """Whether llama.cpp would refuse the plan's pinned KV type (not its memory)."""
+    return any(getattr(r, "value", r) == "kv_type_not_whole_blocks" for r in plan.reasons)
+

@@ -153,6 +153,8 @@ CODE_SENTENCES: dict[str, str] = {
         "slower ({with_tps} t/s with it, {without_tps} t/s without, at {depth} tokens)."),
     "flash_attn_user": QT_TRANSLATE_NOOP("Codes", "Flash attention is on, as you chose."),
     "flash_attn_user_off": QT_TRANSLATE_NOOP("Codes", "Flash attention is off, as you chose."),
+    "kv_type_not_whole_blocks": QT_TRANSLATE_NOOP(
+        "Codes", "llama.cpp cannot hold this model's KV cache as {kv_type}: its heads of {head_dim} values are not whole blocks of {block}. Choose f16 or Automatic for the KV cache."),  # noqa: E501
     "flash_attn_needed_by_kv": QT_TRANSLATE_NOOP(
         "Codes", "Flash attention stays on: llama.cpp needs it for a {kv_type} KV cache."),
     "kv_q8_0_keeps_weights_on_gpu": QT_TRANSLATE_NOOP(
@@ -317,12 +319,13 @@ def plan_roles(plan: Plan | None) -> dict[int, tuple[str, str]]:
 
 
 # The most telling reason first: what the user must change differs for each.
-_FIT_REASONS = ("model_larger_than_memory", "override_does_not_fit", "no_disk",
-                "context_does_not_fit", "does_not_fit")
+_FIT_REASONS = ("kv_type_not_whole_blocks", "model_larger_than_memory",
+                "override_does_not_fit", "no_disk", "context_does_not_fit", "does_not_fit")
 
 
 def fit_reason(plan: Plan) -> str:
     """Why ``plan`` does not fit, as one sentence (its most telling reason code)."""
     codes = [getattr(r, "value", str(r)) for r in plan.reasons]
     code = next((c for c in _FIT_REASONS if c in codes), "does_not_fit")
-    return code_sentence(code)
+    note = next((w for w in plan.warnings if getattr(w.code, "value", w.code) == code), None)
+    return code_sentence(code, dict(note.numbers) if note is not None else None)

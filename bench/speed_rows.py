@@ -228,6 +228,8 @@ SPLIT_ROWS: dict[str, Row] = {
                                                   file_gb=14.33, ngl=16, **I9_10900X),
     "llmfit775-2080-gptoss-20b-ncmoe12": Row(S.GPT_OSS_20B, "MXFP4_MOE", (RTX2080,),
                                              file_gb=12.1, n_cpu_moe=12, **I9_10900X),
+    "llmfit778-2080-dscoderv2lite-ncmoe16": Row(S.DEEPSEEK_CODER_V2_LITE, "Q4_K_M", (RTX2080,),
+                                                n_cpu_moe=16, **I9_10900X),
     "llmfit778-2080-qwen25-14b-ngl42": Row(S.QWEN25_14B, "Q4_K_M", (RTX2080,), file_gb=8.99,
                                            ngl=42, **I9_10900X),
     "llmfit787-5070-qwen3-30b-a3b": Row(S.QWEN3_30B_A3B, "Q4_K_M", (RTX5070,), file_gb=18.55,

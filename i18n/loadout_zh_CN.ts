@@ -779,6 +779,10 @@
         <translation>已按您的选择关闭 Flash Attention。</translation>
     </message>
     <message>
+        <source>llama.cpp cannot hold this model&apos;s KV cache as {kv_type}: its heads of {head_dim} values are not whole blocks of {block}. Choose f16 or Automatic for the KV cache.</source>
+        <translation>llama.cpp 无法以 {kv_type} 保存此模型的 KV 缓存：其 {head_dim} 维的注意力头不是 {block} 元素块的整数倍。请将 KV 缓存设为 f16 或自动。</translation>
+    </message>
+    <message>
         <source>Flash attention stays on: llama.cpp needs it for a {kv_type} KV cache.</source>
         <translation>Flash Attention 保持开启：llama.cpp 使用 {kv_type} KV 缓存时需要它。</translation>
     </message>
@@ -1474,6 +1478,10 @@
 </context>
 <context>
     <name>LoadRefusal</name>
+    <message>
+        <source>{name} was not loaded. {why}</source>
+        <translation>未加载 {name}。{why}</translation>
+    </message>
     <message>
         <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
         <translation>未加载 {name}：本机内存放不下它。{why}请在“模型”页选择更小的模型或量化版本，或在“计划”页选择更短的上下文。</translation>

@@ -779,6 +779,10 @@
         <translation>已依您的選擇關閉 Flash Attention。</translation>
     </message>
     <message>
+        <source>llama.cpp cannot hold this model&apos;s KV cache as {kv_type}: its heads of {head_dim} values are not whole blocks of {block}. Choose f16 or Automatic for the KV cache.</source>
+        <translation>llama.cpp 無法以 {kv_type} 保存此模型的 KV 快取：其 {head_dim} 維的注意力頭不是 {block} 元素區塊的整數倍。請將 KV 快取設為 f16 或自動。</translation>
+    </message>
+    <message>
         <source>Flash attention stays on: llama.cpp needs it for a {kv_type} KV cache.</source>
         <translation>Flash Attention 保持開啟：llama.cpp 使用 {kv_type} KV 快取時需要它。</translation>
     </message>
@@ -1474,6 +1478,10 @@
 </context>
 <context>
     <name>LoadRefusal</name>
+    <message>
+        <source>{name} was not loaded. {why}</source>
+        <translation>未載入 {name}。{why}</translation>
+    </message>
     <message>
         <source>{name} was not loaded: it does not fit in this machine&apos;s memory. {why} Choose a smaller model or quantization on the Models page, or a shorter context on the Plan page.</source>
         <translation>未載入 {name}：本機記憶體放不下它。{why}請在「模型」頁選擇更小的模型或量化版本，或在「計畫」頁選擇更短的上下文。</translation>

@@ -63,6 +63,8 @@ class Code(StrEnum):
     KV_Q4_0_KEEPS_GPU = "kv_q4_0_keeps_weights_on_gpu"
     KV_Q4_0_BUYS_CONTEXT = "kv_q4_0_buys_context"
     KV_USER = "kv_user"
+    KV_TYPE_NOT_WHOLE_BLOCKS = "kv_type_not_whole_blocks"  # pinned quantized KV whose blocks
+    #   do not divide the heads: llama.cpp refuses the context (a does-not-fit reason)
     KV_IN_RAM = "kv_in_ram"                         # KV of CPU layers: ~20x cost per byte
     FLASH_OFF_CPU = "flash_attn_off_cpu"            # CPU-only, f16 KV: decodes faster without
     FLASH_USER = "flash_attn_user"                  # pinned on

@@ -80,6 +80,7 @@ def pcie_gbps(generation: int, width: int) -> float:
 _N, _A, _I, _P = Vendor.NVIDIA, Vendor.AMD, Vendor.INTEL, Vendor.APPLE
 # key, display name, vendor, VRAM GiB (0: unified), GB/s, FP16 TFLOPS, PCIe GB/s
 _ROWS: tuple[tuple[str, str, Vendor, float, float, float, float], ...] = (
+    ("rtx 2060", "GeForce RTX 2060", _N, 6, 336, 52, 15.8),
     ("rtx 3060 12gb", "GeForce RTX 3060 12GB", _N, 12, 360, 51, 31.5),
     ("rtx 3060 8gb", "GeForce RTX 3060 8GB", _N, 8, 240, 51, 31.5),
     ("rtx 3060 laptop", "GeForce RTX 3060 Laptop GPU", _N, 6, 336, 44, 31.5),
@@ -111,6 +112,12 @@ _ROWS: tuple[tuple[str, str, Vendor, float, float, float, float], ...] = (
     ("rtx 5070 ti", "GeForce RTX 5070 Ti", _N, 16, 896, 176, 63.0),
     ("rtx 5080", "GeForce RTX 5080", _N, 16, 960, 225, 63.0),
     ("rtx 5090", "GeForce RTX 5090", _N, 32, 1792, 419, 63.0),
+    ("rtx 5060 laptop", "GeForce RTX 5060 Laptop GPU", _N, 8, 384, 72, 31.5),
+    ("rtx 5090 laptop", "GeForce RTX 5090 Laptop GPU", _N, 24, 896, 228, 31.5),
+    ("rtx pro 3000 blackwell laptop", "RTX PRO 3000 Blackwell Laptop GPU", _N, 12, 672, 90,
+     31.5),
+    ("rtx pro 6000 blackwell", "RTX PRO 6000 Blackwell", _N, 96, 1792, 500, 63.0),
+    ("v100", "Tesla V100", _N, 32, 900, 125, 15.8),
     ("rtx a4000", "RTX A4000", _N, 16, 448, 77, 31.5),
     ("rtx a5000", "RTX A5000", _N, 24, 768, 111, 31.5),
     ("rtx a6000", "RTX A6000", _N, 48, 768, 155, 31.5),
@@ -135,6 +142,7 @@ _ROWS: tuple[tuple[str, str, Vendor, float, float, float, float], ...] = (
     ("rx 7900 gre", "Radeon RX 7900 GRE", _A, 16, 576, 92, 31.5),
     ("rx 7900 xt", "Radeon RX 7900 XT", _A, 20, 800, 103, 31.5),
     ("rx 7900 xtx", "Radeon RX 7900 XTX", _A, 24, 960, 123, 31.5),
+    ("ai pro r9700", "Radeon AI PRO R9700", _A, 32, 640, 191, 63.0),
     ("rx 9070 xt", "Radeon RX 9070 XT", _A, 16, 640, 195, 63.0),
     ("mi210", "Instinct MI210", _A, 64, 1638, 181, 63.0),
     ("mi250", "Instinct MI250 (one GCD)", _A, 64, 1638, 181, 63.0),

@@ -233,9 +233,29 @@ def kv_rows_whole(profile: ModelProfile, kv_type: str) -> bool:
     """Whether every attention block's K and V rows are whole blocks of ``kv_type``:
     llama.cpp refuses a quantized cache otherwise ("K cache type q8_0 with block size 32
     does not divide n_embd_head_k=16")."""
+    return broken_kv_row(profile, kv_type) is None
+
+
+def broken_kv_row(profile: ModelProfile, kv_type: str) -> tuple[int, int] | None:
+    """(head size, block size) of the first K or V row that is not whole blocks of
+    ``kv_type``, or None when every attention block's rows are."""
     block = KvType.of(kv_type).ggml.block_size
-    return all(d % block == 0 for la in profile.layers if la.n_head_kv
-               for d in (la.head_dim_k, la.head_dim_v) if d)
+    return next(((d, block) for la in profile.layers if la.n_head_kv
+                 for d in (la.head_dim_k, la.head_dim_v) if d and d % block), None)
+
+
+def _pinned_kv_refused(profile: ModelProfile, request: Request, reasons: tuple[Code, ...],
+                       warnings: list[Note]) -> tuple[Code, ...] | None:
+    """The reasons of a plan whose pinned KV type llama.cpp would refuse (its heads are
+    not whole blocks of it), with the warning that says so; None when it would not."""
+    broken = broken_kv_row(profile, request.kv_type) if request.kv_type else None
+    if broken is None:
+        return None
+    warnings.append(Note(Code.KV_TYPE_NOT_WHOLE_BLOCKS, (
+        ("kv_type", str(request.kv_type)), ("head_dim", broken[0]), ("block", broken[1]))))
+    verdicts = (Code.FITS, Code.FITS_WITH_DISK_STREAMING, Code.DOES_NOT_FIT)
+    return (Code.DOES_NOT_FIT, Code.KV_TYPE_NOT_WHOLE_BLOCKS,
+            *(r for r in reasons if r not in verdicts))
 
 
 def _gpu_weights(t: Trial) -> int:
@@ -397,6 +417,9 @@ def _assemble(ctx: Context, best: Trial, speed: Speed, decisions: list[Note],
     spills = spills_of(profile, best, speed)
     reasons, fits = reasons_of(profile, best, speed, MIN_RUNNABLE_TPS)
     warnings += warnings_of(profile, request, best, speed)
+    refused = _pinned_kv_refused(profile, request, reasons, warnings)
+    if refused is not None:  # llama.cpp would refuse the context: the plan cannot run
+        reasons, fits = refused, False
     warnings += software_notes(inventory, speed)
     plan_ = Plan(
         fits=fits, reasons=reasons, roles=best.roles, devices=devices, context=best.context,

@@ -95,6 +95,24 @@ def test_plan_without_a_rig_plans_for_this_machine(capsys: pytest.CaptureFixture
     assert doc["engine"]["n_threads"] >= 1
 
 
+def test_a_pinned_kv_type_llama_cpp_refuses_is_a_plain_does_not_fit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the factory's heads are 16 wide: not whole 32-element q8_0 blocks, which llama.cpp
+    # refuses when it creates the context; the plan says so before anything is loaded
+    model = str(write_llama(tmp_path / "hd16.gguf"))
+    rig_file = _rig_file(tmp_path, rig(RTX_4090))
+    assert main(["plan", model, "--rig", rig_file, "--kv-type", "q8_0", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"] is False
+    assert doc["reasons"][:2] == ["does_not_fit", "kv_type_not_whole_blocks"]
+    assert main(["plan", model, "--rig", rig_file, "--kv-type", "q8_0"]) == 0
+    out = capsys.readouterr().out
+    assert "DOES NOT FIT" in out
+    assert "its heads of 16 values are not whole blocks of 32" in out
+    assert main(["plan", model, "--rig", rig_file, "--kv-type", "f16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fits"] is True
+
+
 @pytest.mark.parametrize("data", [b"GGUF", b"", b"GGUF\x03\x00\x00\x00" + b"\xff" * 16,
                                   b"not a model at all\n"],
                          ids=["four-bytes", "empty", "hostile-counts", "text"])

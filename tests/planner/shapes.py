@@ -60,8 +60,11 @@ def _attention(s: ModelShape, i: int, bits: float) -> list[TensorInfo]:
     if s.mla is not None:
         q_lora, kv_lora, rope = s.mla
         hd = s.head_dim
-        return [_w(p + "attn_q_a.weight", i, A, (e, q_lora), bits),
-                _w(p + "attn_q_b.weight", i, A, (q_lora, s.n_head * (hd + rope)), bits),
+        q = ([_w(p + "attn_q_a.weight", i, A, (e, q_lora), bits),
+              _w(p + "attn_q_b.weight", i, A, (q_lora, s.n_head * (hd + rope)), bits)]
+             if q_lora else  # no low-rank query (DeepSeek-V2-Lite): one attn_q
+             [_w(p + "attn_q.weight", i, A, (e, s.n_head * (hd + rope)), bits)])
+        return [*q,
                 _w(p + "attn_kv_a_mqa.weight", i, A, (e, kv_lora + rope), bits),
                 _w(p + "attn_kv_b.weight", i, A, (kv_lora, s.n_head * 2 * hd), bits),
                 _w(p + "attn_output.weight", i, A, (s.n_head * hd, e), bits)]
@@ -215,6 +218,10 @@ GPT_OSS_20B = ModelShape("gpt-oss-20b", "gpt-oss", 24, 2880, 64, 8, 64, 0, 20108
 DEEPSEEK_V3 = ModelShape("DeepSeek-V3", "deepseek2", 61, 7168, 128, 128, 128, 18432, 129280,
                          163840, n_expert=256, n_expert_used=8, n_ff_exp=2048,
                          n_shared_ff=2048, dense_first=3, mla=(1536, 512, 64), nextn=1)
+DEEPSEEK_CODER_V2_LITE = ModelShape("DeepSeek-Coder-V2-Lite", "deepseek2", 27, 2048, 16, 16,
+                                    128, 10944, 102400, 163840, n_expert=64,
+                                    n_expert_used=6, n_ff_exp=1408, n_shared_ff=2816,
+                                    dense_first=1, mla=(0, 512, 64))
 GEMMA3_27B = ModelShape("Gemma-3-27B", "gemma3", 62, 5376, 32, 16, 128, 21504, 262144, 131072,
                         swa_period=6, swa_window=1024, tied=True)
 # Shapes of the partial-offload rows of the speed calibration (config.json of each model).

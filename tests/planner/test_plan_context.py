@@ -155,3 +155,29 @@ def test_a_quantized_cache_is_chosen_only_when_its_rows_are_whole_blocks(
     p = plan(rig(gpu("G", 8, 400)), S.build(shape, "Q4_K_M"),
              Request(advise=False, context=131072))
     assert p.kv_type == kv
+
+
+@pytest.mark.parametrize("kv", ["q8_0", "q4_0"])
+def test_a_pinned_quantized_cache_on_heads_not_whole_blocks_does_not_fit(kv: str) -> None:
+    # llama.cpp refuses the context ("K cache type q8_0 with block size 32 does not divide
+    # n_embd_head_k=16"): the plan says so as a reason, never as an exception
+    shape = S.ModelShape("hd16", "llama", 32, 1024, 64, 32, 16, 4096, 32000, 131072)
+    p = plan(rig(gpu("G", 8, 400)), S.build(shape, "Q4_K_M"),
+             Request(advise=False, context=8192, kv_type=kv))
+    assert not p.fits
+    assert p.reasons[:2] == (Code.DOES_NOT_FIT, Code.KV_TYPE_NOT_WHOLE_BLOCKS)
+    note = next(w for w in p.warnings if w.code == Code.KV_TYPE_NOT_WHOLE_BLOCKS)
+    assert dict(note.numbers) == {"kv_type": kv, "head_dim": 16, "block": 32}
+    assert json.loads(json.dumps(p.to_json()))["fits"] is False
+    # the same model with the cache it can hold runs
+    f16 = plan(rig(gpu("G", 8, 400)), S.build(shape, "Q4_K_M"),
+               Request(advise=False, context=8192, kv_type="f16"))
+    assert f16.fits and Code.KV_TYPE_NOT_WHOLE_BLOCKS not in f16.reasons
+
+
+def test_a_pinned_quantized_cache_on_whole_block_heads_fits() -> None:
+    shape = S.ModelShape("hd64", "llama", 32, 1024, 16, 8, 64, 4096, 32000, 131072)
+    p = plan(rig(gpu("G", 8, 400)), S.build(shape, "Q4_K_M"),
+             Request(advise=False, context=8192, kv_type="q8_0"))
+    assert p.fits and p.kv_type == "q8_0"
+    assert Code.KV_TYPE_NOT_WHOLE_BLOCKS not in p.reasons
