@@ -45,6 +45,7 @@ from engine.server.images import fetch_image_urls
 from engine.server.offloop import run_bounded
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.prevalidate import grammar_field_of, prevalidate
+from engine.server.public_docs import public_status
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.router_metrics import RouterMetrics
 from engine.server.security import (
@@ -162,7 +163,7 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
                      {"Retry-After": RETRY_AFTER_S})
 
     async def models(request: Request) -> Response:
-        return _json(state.models_document())
+        return _json(public_status(state.models_document()))
 
     async def chat(request: Request) -> Response:
         body = await _read_json(request)
@@ -203,13 +204,13 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
 
     async def status(request: Request) -> Response:
         served = state.served
-        return _json({
+        return _json(public_status({
             "state": state.state, "load_progress": state.load_progress,
             "load_error": state.load_error, "model": served.id if served else None,
             "uptime_s": time.time() - state.started, "requests_in_flight": state.in_flight,
             "template_tools": served.template_tools if served else None,
             "engine": state.engine_status(),
-        })
+        }))
 
     async def app_access(request: Request) -> Response:
         # only the app's key reaches here (AuthMiddleware)
