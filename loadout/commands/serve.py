@@ -40,8 +40,11 @@ def register(sub: Any) -> None:
                    help="another name clients may reach the server by (the Host header; "
                         "repeatable; '*' turns the check off)")
     p.add_argument("--max-connections", type=int, default=128,
-                   help="connections served at once (past it: 503)")
-    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="requests served at once (past it: 503; idle and half-sent "
+                        "connections do not count)")
+    p.add_argument("--max-open-connections", type=int, default=768, metavar="N",
+                   help="sockets open at once (past it the oldest idle one is closed)")
+    p.add_argument("--header-timeout", type=float, default=5.0, metavar="S",
                    help="seconds a client has to send a request's headers")
     p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
                    help="seconds a client has to send a request's body")
@@ -196,6 +199,7 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
                          fetch_timeout_s=max(0.1, args.image_url_timeout))
     limits = dataclasses.replace(limits, images=images)
     conn = ConnectionLimits(max_connections=max(1, args.max_connections),
+                            max_open=max(1, args.max_open_connections),
                             header_timeout_s=args.header_timeout,
                             body_timeout_s=args.body_timeout)
     return limits, conn
