@@ -112,6 +112,14 @@ def register(sub: Any) -> None:
                       help="unload a model idle this many seconds")
     many.add_argument("--models-max", type=int, default=None, metavar="N",
                       help="at most N models loaded at once (memory decides too)")
+    many.add_argument("--min-residency", type=float, default=15.0, metavar="S",
+                      help="a model with requests stays loaded at least S seconds before "
+                           "another may unload it (default 15)")
+    many.add_argument("--max-swaps", type=int, default=4, metavar="N",
+                      help="at most N loads that unload another model per --swap-window "
+                           "(past it: 503 with Retry-After; 0: no limit; default 4)")
+    many.add_argument("--swap-window", type=float, default=60.0, metavar="S",
+                      help="the window of --max-swaps, in seconds (default 60)")
     many.add_argument("--ram-budget", type=float, default=None, metavar="GIB",
                       help="RAM the loaded models may use together, in GiB (default: the "
                            "RAM available at start less the 5 GB reserve)")
@@ -335,7 +343,10 @@ def _router(args: argparse.Namespace) -> Any:
                             pinned=frozenset(names[k] for k in args.keep),
                             idle_timeout_s=args.idle_timeout,
                             models_max=max(1, args.models_max) if args.models_max else None,
-                            embeddings=args.embeddings)
+                            embeddings=args.embeddings,
+                            min_residency_s=max(0.0, args.min_residency),
+                            max_swaps=args.max_swaps if args.max_swaps > 0 else None,
+                            swap_window_s=max(0.0, args.swap_window))
     planner = RouterPlanner(inventory, request, n_threads=args.threads,
                             warm_up=not args.no_warmup, vision=not args.no_mmproj,
                             mmproj_offload=not args.no_mmproj_offload,
