@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
+from engine.server.security import APP_KEY_ENV, APP_PUBLIC_ENV
+from loadout.commands import api_key
 
 
 def register(sub: Any) -> None:
@@ -26,11 +27,7 @@ def register(sub: Any) -> None:
     p.add_argument("--parallel", type=int, default=4,
                    help="sequences decoded together (slots)")
     p.add_argument("--ctx", type=int, default=4096, help="context of each sequence (tokens)")
-    p.add_argument("--api-key", default=None,
-                   help="key clients must send (generated and shown once when --host is "
-                        "not loopback and none is given); the environment variable "
-                        f"{API_KEY_ENV} gives it without showing it to other users in the "
-                        "process list")
+    api_key.add_arguments(p)
     p.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                    help="allow this browser origin (repeatable; CORS is off by default)")
     p.add_argument("--queue-size", type=int, default=64,
@@ -276,14 +273,14 @@ def run(args: argparse.Namespace) -> int:
     if args.no_warmup:
         spec = spec.with_changes(warm_up=False)
     # the key from the environment (how the desktop app passes it), never left there
-    api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
+    key = api_key.api_key_of(args)
     # the desktop app's private key: with it, only the app is served until it says
     app_key = os.environ.pop(APP_KEY_ENV, None) or None
     app_public = os.environ.pop(APP_PUBLIC_ENV, "") == "1"
     limits, conn = _limits(args)
     options = ServeOptions(spec=spec, replan=_replan(args, path, spec, plan),
                            host=args.host, port=args.port,
-                           api_key=api_key, cors_origins=tuple(args.cors),
+                           api_key=key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, aliases=aliases,
                            model_id=path.stem, allowed_hosts=tuple(args.allow_host),
@@ -365,7 +362,7 @@ def _run_router(args: argparse.Namespace) -> int:
     except PlannerError as exc:
         print(f"loadout serve: {exc}", file=sys.stderr)
         return 1
-    api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
+    key = api_key.api_key_of(args)
     app_key = os.environ.pop(APP_KEY_ENV, None) or None
     app_public = os.environ.pop(APP_PUBLIC_ENV, "") == "1"
     limits, conn = _limits(args)
@@ -373,7 +370,7 @@ def _run_router(args: argparse.Namespace) -> int:
     from engine.launch import LaunchSpec
 
     options = ServeOptions(spec=LaunchSpec(model_path=str(first)), host=args.host,
-                           port=args.port, api_key=api_key, cors_origins=tuple(args.cors),
+                           port=args.port, api_key=key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, allowed_hosts=tuple(args.allow_host),
                            limits=limits, connections=conn, app_key=app_key,
