@@ -69,9 +69,10 @@ def _post(srv: ServerProcess, body: Any) -> tuple[int, dict[str, Any], dict[str,
                                  headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=120) as resp:
-            return resp.status, json.loads(resp.read()), dict(resp.headers)
+            status, raw, headers = resp.status, resp.read(), resp.headers
     except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read()), dict(err.headers)
+        status, raw, headers = err.code, err.read(), err.headers
+    return status, json.loads(raw), {k.lower(): v for k, v in headers.items()}
 
 
 def _states(srv: ServerProcess) -> dict[str, str]:
@@ -122,7 +123,7 @@ def test_alternating_two_models_is_limited_with_a_clear_503(srv: ServerProcess) 
         codes.append(status)
         if status == 503:
             assert doc["error"]["code"] == "model_swap_limited"
-            assert int(headers["Retry-After"]) > 0 and "retry in" in doc["error"]["message"]
+            assert int(headers["retry-after"]) > 0 and "retry in" in doc["error"]["message"]
     assert codes[:2] == [200, 200] and 503 in codes[2:]
     loaded = [m for m, s in _states(srv).items() if s == "loaded"]
     assert len(loaded) == 1
