@@ -10,7 +10,7 @@
 - A request body must arrive within ``body_timeout_s`` of its first byte, else 408.
 - At most ``max_open`` sockets are open; a new one past that closes the oldest connection
   that is not in the middle of a request (an idle crowd makes room for new clients rather
-  than locking them out).
+  than locking them out), never one the desktop app's key has used.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class _LimitedProtocol(HttpToolsProtocol):
 
     def _make_room(self) -> None:
         idle = [c for c in self.connections if c is not self and _idle(c)
-                and not c.transport.is_closing()]
+                and not getattr(c, "_app", False) and not c.transport.is_closing()]
         if not idle:
             log.info("refusing a connection: %d open, all of them busy",
                      len(self.connections))
@@ -129,9 +129,12 @@ class _LimitedProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
+        if self.is_app_key(presented_key(self.headers)):
+            self._app = True  # the app's connection: never closed to make room
+            super().on_headers_complete()
+            return
         serving = sum(1 for c in self.connections if _serving(c))
-        if serving < self.limits.max_connections or _is_health(self.url) \
-                or self.is_app_key(presented_key(self.headers)):
+        if serving < self.limits.max_connections or _is_health(self.url):
             super().on_headers_complete()
             return
         # over the cap: answer with our 503 document (uvicorn's own is plain text)

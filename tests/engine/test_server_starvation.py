@@ -134,6 +134,9 @@ def test_hundreds_of_idle_and_half_sent_sockets_leave_the_server_answering(
     header timeout; reopened every 10 s, they kept the server unusable."""
     address = _address(srv)
     crowd: list[socket.socket] = []
+    app = http.client.HTTPConnection(*address, timeout=30)  # the app's keep-alive one
+    app.request("GET", "/v1/models", headers={"Authorization": f"Bearer {APP_KEY}"})
+    assert app.getresponse().read() and app.sock is not None
     try:
         for _ in range(IDLE):
             crowd.append(socket.create_connection(address, timeout=10))
@@ -156,7 +159,11 @@ def test_hundreds_of_idle_and_half_sent_sockets_leave_the_server_answering(
         first = crowd[0]
         first.settimeout(5)
         assert first.recv(100) == b""
+        # ... but never the app's own connection, older than all of them
+        app.request("GET", "/v1/models", headers={"Authorization": f"Bearer {APP_KEY}"})
+        assert app.getresponse().status == 200
     finally:
+        app.close()
         for s in crowd:
             s.close()
 
