@@ -10,7 +10,8 @@ metadata address) and learn from the error whether something answered there. So:
   otherwise: DNS rebinding), with the name kept for the ``Host`` header and TLS;
 - each redirect is checked the same way (at most :data:`MAX_REDIRECTS`);
 - every failure, whatever the network said, is the one :class:`FetchFailed` (the reason
-  goes to the server's log only).
+  goes to the server's log only); only an image too large, from a host it was allowed to
+  reach, is :class:`TooLarge`.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ class ImageLimits:
         max_bytes: the size of one image file.
         max_pixels: width x height of one image.
         allow_urls: fetch ``http(s)`` image URLs (off: data URLs only).
+        allow_private_urls: fetch them from any address, loopback and private ones
+            included (off: public addresses only, :mod:`engine.server.image_fetch`).
         fetch_timeout_s: the whole download of one URL.
     """
 
@@ -38,6 +40,7 @@ class ImageLimits:
     max_bytes: int = 5 * 1024 * 1024
     max_pixels: int = 4096 * 4096
     allow_urls: bool = False
+    allow_private_urls: bool = False
     fetch_timeout_s: float = 10.0
 
 
@@ -161,16 +164,16 @@ async def fetch_image_urls(body: Any, limits: ImageLimits,
     if len(parts) > limits.max_images:
         raise bad(f"at most {limits.max_images} images per request", "messages",
                   "too_many_images")
-    if parts and vision_refusal is not None:
-        raise bad(f"this model cannot take images: {vision_refusal}", "messages",
-                  "images_not_supported")
     remote = [(w, p) for w, p in parts if part_url(p, w).lower().startswith(("http:", "https:"))]
-    if not remote:
-        return body
-    if not limits.allow_urls:
+    if remote and not limits.allow_urls:
         raise bad("http image URLs are off on this server: send the image as a data URL, "
                   "or start the server with --allow-image-urls", remote[0][0],
                   "image_urls_disabled")
+    if parts and vision_refusal is not None:  # before anything is fetched
+        raise bad(f"this model cannot take images: {vision_refusal}", "messages",
+                  "images_not_supported")
+    if not remote:
+        return body
     for where, part in remote:
         url = part_url(part, where)
         data = await _download(url, where, limits)
@@ -185,13 +188,17 @@ async def fetch_image_urls(body: Any, limits: ImageLimits,
 async def _download(url: str, where: str, limits: ImageLimits) -> bytes:
     """The image at ``url`` (public addresses only, :mod:`.image_fetch`); every failure is
     the same 400, so that no answer tells what lies on the network behind the server."""
-    from engine.server.image_fetch import FetchFailed, fetch_image
+    from engine.server.image_fetch import FetchFailed, TooLarge, fetch_image, is_public
     from engine.server.offloop import run_bounded
 
+    allowed = (lambda _address: True) if limits.allow_private_urls else is_public
     try:
         return await run_bounded(lambda: fetch_image(url, limits.max_bytes,
-                                                     limits.fetch_timeout_s),
+                                                     limits.fetch_timeout_s, allowed=allowed),
                                  limits.fetch_timeout_s)
+    except TooLarge as exc:  # the image's own size, from a host it was allowed to reach
+        raise bad(f"the image at the URL is larger than {limits.max_bytes} bytes", where,
+                  "image_too_large") from exc
     except (FetchFailed, TimeoutError) as exc:
         log.info("image URL at %s not fetched: %s", where, exc or "timed out")
         raise bad(FETCH_FAILED.format(bytes=limits.max_bytes, s=limits.fetch_timeout_s),

@@ -75,6 +75,10 @@ def register(sub: Any) -> None:
                    help="keep the projector on the CPU")
     p.add_argument("--allow-image-urls", action="store_true",
                    help="fetch http(s) image URLs in requests (default: data URLs only)")
+    p.add_argument("--allow-private-image-urls", action="store_true",
+                   help="with --allow-image-urls: also fetch from loopback, link-local and "
+                        "private addresses (off: public addresses only; a client could make "
+                        "the server reach its own network)")
     p.add_argument("--image-url-timeout", type=float, default=10.0, metavar="S",
                    help="seconds one image download may take")
     p.add_argument("--max-images", type=int, default=8, help="images per request")
@@ -201,6 +205,7 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
                          max_bytes=max(1, args.max_image_bytes),
                          max_pixels=max(1, args.max_image_pixels),
                          allow_urls=args.allow_image_urls,
+                         allow_private_urls=args.allow_private_image_urls,
                          fetch_timeout_s=max(0.1, args.image_url_timeout))
     limits = dataclasses.replace(limits, images=images)
     conn = ConnectionLimits(max_connections=max(1, args.max_connections),

@@ -13,6 +13,7 @@ import struct
 import threading
 import zlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -154,3 +155,19 @@ def socket_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_private_addresses_only_when_the_server_says_so(host: _Host) -> None:
+    """``--allow-private-image-urls``: a LAN image host is reachable; a too-large image from
+    a host the server may reach is named as too large."""
+    def body() -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": host.url("/img.png")}}]}]}
+
+    doc = asyncio.run(fetch_image_urls(body(), ImageLimits(allow_urls=True,
+                                                           allow_private_urls=True)))
+    assert doc["messages"][0]["content"][0]["image_url"]["url"].startswith("data:image/png")
+    with pytest.raises(ApiError) as info:
+        asyncio.run(fetch_image_urls(body(), ImageLimits(allow_urls=True, max_bytes=10,
+                                                       allow_private_urls=True)))
+    assert info.value.code == "image_too_large"
