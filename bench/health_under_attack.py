@@ -10,10 +10,12 @@ Three phases, each ``--seconds`` long, with ``/health`` asked every 50 ms throug
 3. ``idle_crowd``: ``--crowd`` sockets opened and left idle or half-sent (headers, or a
    body, never finished), reopened as the server closes them.
 
-Prints one JSON document: per phase the ``/health`` latency (p50, p99, max, in ms) and
-how the attackers were answered. Exit status 1 when any ``/health`` took 1 s or more.
+Prints one JSON document: per phase the ``/health`` latency (p50, p99, max, in ms), how
+the attackers were answered, and the server's peak resident memory after it (``VmHWM``,
+Linux only). Exit status 1 when any ``/health`` took 1 s or more.
 
     python bench/health_under_attack.py [--seconds 10] [--senders 3] [--crowd 300]
+                                        [--bodies numbers_8mb,...]
 """
 
 from __future__ import annotations
@@ -62,6 +64,16 @@ class Server:
         host, port = doc["url"].removeprefix("http://").rsplit(":", 1)
         self.address = (host, int(port))
 
+    def peak_rss_mib(self) -> float | None:
+        """The server's peak resident memory so far (Linux), in MiB."""
+        try:
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        except OSError:
+            return None
+        kib = next((int(line.split()[1]) for line in status.splitlines()
+                    if line.startswith("VmHWM:")), None)
+        return None if kib is None else round(kib / 1024, 1)
+
     def stop(self) -> None:
         self.proc.terminate()
         try:
@@ -84,8 +96,8 @@ def _request(address: tuple[str, int], method: str, path: str, body: bytes | Non
 
 
 def _senders(address: tuple[str, int], n: int, stop: threading.Event,
-             answers: Counter[str]) -> list[threading.Thread]:
-    bodies = list(corpus().items())
+             answers: Counter[str], only: list[str]) -> list[threading.Thread]:
+    bodies = [(k, v) for k, v in corpus().items() if not only or k in only]
 
     def loop(offset: int) -> None:
         i = offset
@@ -166,17 +178,22 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--senders", type=int, default=3)
     parser.add_argument("--crowd", type=int, default=300)
+    parser.add_argument("--bodies", default="", metavar="NAME,...",
+                        help="send only these bodies of the corpus (default: all)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="health-attack-") as tmp:
         server = Server(Path(tmp))
         try:
             report: dict[str, Any] = {}
             report["quiet"] = _phase(server.address, args.seconds, [], threading.Event())
+            report["quiet"]["peak_rss_mib"] = server.peak_rss_mib()
             stop, answers = threading.Event(), Counter[str]()
             report["heavy_bodies"] = _phase(
                 server.address, args.seconds,
-                _senders(server.address, args.senders, stop, answers), stop)
+                _senders(server.address, args.senders, stop, answers,
+                         [b for b in args.bodies.split(",") if b]), stop)
             report["heavy_bodies"]["answers"] = dict(sorted(answers.items()))
+            report["heavy_bodies"]["peak_rss_mib"] = server.peak_rss_mib()
             stop, opened = threading.Event(), Counter[str]()
             report["idle_crowd"] = _phase(server.address, args.seconds,
                                           _crowd(server.address, args.crowd, stop, opened),
