@@ -22,6 +22,7 @@ from engine.hub.errors import (
     HubNotFoundError,
     HubOfflineError,
     IntegrityError,
+    UnverifiedFileError,
 )
 from planner.inventory import Inventory
 
@@ -41,6 +42,7 @@ class Problem(StrEnum):
     NO_ROOM = "no_room"              # not enough free disk for the download
     CORRUPT = "corrupt"              # sha256 differs from the hub's; the file was removed
     BUSY = "busy"                    # the same file is downloading elsewhere
+    UNVERIFIED = "unverified"        # the hub gives no sha256, and that was not allowed
     HUB = "hub"                      # any other refusal by the hub
 
 
@@ -140,7 +142,8 @@ class AnyEvent(threading.Event):
 def _failure(exc: HubError, plan: DownloadPlan | None = None) -> DownloadOutcome:
     kinds: tuple[tuple[type[HubError], Problem], ...] = (
         (HubOfflineError, Problem.OFFLINE), (HubNotFoundError, Problem.NOT_FOUND),
-        (IntegrityError, Problem.CORRUPT), (DownloadInProgressError, Problem.BUSY))
+        (IntegrityError, Problem.CORRUPT), (DownloadInProgressError, Problem.BUSY),
+        (UnverifiedFileError, Problem.UNVERIFIED))
     problem = next((p for kind, p in kinds if isinstance(exc, kind)), Problem.HUB)
     return DownloadOutcome(DownloadStage.FAILED, plan=plan, problem=problem, detail=str(exc))
 
@@ -166,8 +169,10 @@ def plan_model_download(spec: str) -> DownloadOutcome:
 
 
 def run_download(spec: str, stop: threading.Event,
-                 progress: Callable[[object], None] | None = None) -> DownloadOutcome:
-    """Download ``spec`` (resuming what is here) until done, failed or ``stop`` is set.
+                 progress: Callable[[object], None] | None = None,
+                 allow_unverified: bool = False) -> DownloadOutcome:
+    """Download ``spec`` (resuming what is here) until done, failed or ``stop`` is set;
+    a file the hub gives no sha256 for only with ``allow_unverified``.
 
     The plan is made again first, so a resume starts from the bytes really on disk and
     the free-space check sees the disk as it is now.
@@ -179,7 +184,8 @@ def run_download(spec: str, stop: threading.Event,
     if planned.stage is not DownloadStage.PLANNED or plan is None:
         return planned
     try:
-        result = download(plan, progress=progress, cancel=stop)
+        result = download(plan, progress=progress, cancel=stop,
+                          allow_unverified=allow_unverified)
     except HubError as exc:
         return _failure(exc, plan)
     if result.status is Status.PAUSED:

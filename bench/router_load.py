@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         home.mkdir()
         server = Server(["--models", str(folder), "--ram-budget", f"{budget:.6f}",
                          "--ctx", str(CTX), "--parallel", str(PARALLEL), "--threads",
-                         str(args.threads)], home)
+                         str(args.threads), "--min-residency", "0", "--max-swaps", "0"],
+                        home)
         try:
             models = list(server.ready["models"])
             results: list[dict[str, Any]] = []

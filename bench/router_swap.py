@@ -69,7 +69,8 @@ def swap_times(tmp: Path, rounds: int, common: list[str]) -> dict[str, Any]:
     folder = _models_dir(tmp)
     home = tmp / "swap-home"
     home.mkdir()
-    server = Server(["--models", str(folder), "--models-max", "1", *common], home)
+    server = Server(["--models", str(folder), "--models-max", "1", "--min-residency", "0",
+                     "--max-swaps", "0", *common], home)
     try:
         url = server.ready["url"]
         swaps = []

@@ -1081,6 +1081,10 @@
         <translation>&lt;b&gt;文件与模型中心提供的 sha256 不符&lt;/b&gt;，已被删除。点击“重试”重新下载。</translation>
     </message>
     <message>
+        <source>&lt;b&gt;The hub gives no checksum (sha256) for this file&lt;/b&gt;, so the download cannot be checked: a corrupt or substituted file would go unnoticed. Nothing was downloaded. To take that risk, tick the box below and press Try again.</source>
+        <translation>&lt;b&gt;模型中心没有为此文件提供校验和（sha256）&lt;/b&gt;，因此无法校验下载：损坏或被替换的文件将无从察觉。未下载任何内容。若愿意承担此风险，请勾选下方的选项并点击“重试”。</translation>
+    </message>
+    <message>
         <source>&lt;b&gt;This file is being downloaded elsewhere&lt;/b&gt; (another Loadout window or command). Wait for it, then press Try again.</source>
         <translation>&lt;b&gt;此文件正在别处下载&lt;/b&gt;（另一个 Loadout 窗口或命令）。请等待其完成，然后点击“重试”。</translation>
     </message>
@@ -1119,6 +1123,10 @@
     <message>
         <source>Stop and remove what was downloaded.</source>
         <translation>停止并删除已下载的部分。</translation>
+    </message>
+    <message>
+        <source>Download even if the hub gives no checksum (risky: the file cannot be checked, and a corrupt or substituted file would go unnoticed)</source>
+        <translation>即使模型中心未提供校验和也下载（有风险：文件无法校验，损坏或被替换的文件将无从察觉）</translation>
     </message>
 </context>
 <context>

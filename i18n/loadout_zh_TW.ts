@@ -1081,6 +1081,10 @@
         <translation>&lt;b&gt;檔案與模型中心提供的 sha256 不符&lt;/b&gt;，已被刪除。按「重試」重新下載。</translation>
     </message>
     <message>
+        <source>&lt;b&gt;The hub gives no checksum (sha256) for this file&lt;/b&gt;, so the download cannot be checked: a corrupt or substituted file would go unnoticed. Nothing was downloaded. To take that risk, tick the box below and press Try again.</source>
+        <translation>&lt;b&gt;模型中心沒有為此檔案提供校驗和（sha256）&lt;/b&gt;，因此無法校驗下載：損壞或被替換的檔案將無從察覺。未下載任何內容。若願意承擔此風險，請勾選下方的選項並按「重試」。</translation>
+    </message>
+    <message>
         <source>&lt;b&gt;This file is being downloaded elsewhere&lt;/b&gt; (another Loadout window or command). Wait for it, then press Try again.</source>
         <translation>&lt;b&gt;此檔案正在別處下載&lt;/b&gt;（另一個 Loadout 視窗或指令）。請等待其完成，然後按「重試」。</translation>
     </message>
@@ -1119,6 +1123,10 @@
     <message>
         <source>Stop and remove what was downloaded.</source>
         <translation>停止並刪除已下載的部分。</translation>
+    </message>
+    <message>
+        <source>Download even if the hub gives no checksum (risky: the file cannot be checked, and a corrupt or substituted file would go unnoticed)</source>
+        <translation>即使模型中心未提供校驗和也下載（有風險：檔案無法校驗，損壞或被替換的檔案將無從察覺）</translation>
     </message>
 </context>
 <context>

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -103,6 +104,8 @@ class DownloadStep(QWidget):
                        self.cancel_button, self.retry_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
+        # off by default: a file the hub gives no sha256 for is refused
+        self.allow_unverified_box = QCheckBox()
         layout = QVBoxLayout(self)
         layout.addWidget(self.heading)
         layout.addWidget(self.info)
@@ -110,6 +113,7 @@ class DownloadStep(QWidget):
         layout.addWidget(self.bar)
         layout.addWidget(self.stats)
         layout.addLayout(buttons)
+        layout.addWidget(self.allow_unverified_box)
         layout.addSpacing(8)
         layout.addWidget(self.message)
         layout.addStretch(1)
@@ -148,9 +152,10 @@ class DownloadStep(QWidget):
             return
         spec, pause = self.spec, threading.Event()
         self._pause, self._discard_after, self._note = pause, False, ""
+        allow = self.allow_unverified_box.isChecked()
 
         def job(j: Job) -> DownloadOutcome:
-            return run_download(spec, AnyEvent(pause, j.cancel_event), j.progress)
+            return run_download(spec, AnyEvent(pause, j.cancel_event), j.progress, allow)
 
         self._set_stage("downloading")
         self._runner.submit(LANE, job, self._on_downloaded, on_progress=self._on_progress,
@@ -333,6 +338,11 @@ class DownloadStep(QWidget):
                                        "pick another model."),
             Problem.CORRUPT: self.tr("<b>The file did not match the hub's sha256</b> and was "
                                      "removed. Press Try again to download it again."),
+            Problem.UNVERIFIED: self.tr("<b>The hub gives no checksum (sha256) for this "
+                                        "file</b>, so the download cannot be checked: a "
+                                        "corrupt or substituted file would go unnoticed. "
+                                        "Nothing was downloaded. To take that risk, tick "
+                                        "the box below and press Try again."),
             Problem.BUSY: self.tr("<b>This file is being downloaded elsewhere</b> (another "
                                   "Loadout window or command). Wait for it, then press Try "
                                   "again."),
@@ -362,6 +372,9 @@ class DownloadStep(QWidget):
         self.resume_button.setText(self.tr("Resume"))
         self.cancel_button.setText(self.tr("Cancel download"))
         self.cancel_button.setToolTip(self.tr("Stop and remove what was downloaded."))
+        self.allow_unverified_box.setText(self.tr(
+            "Download even if the hub gives no checksum (risky: the file cannot be "
+            "checked, and a corrupt or substituted file would go unnoticed)"))
         self._refresh()
 
 

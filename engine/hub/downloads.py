@@ -7,11 +7,12 @@ carries that plan out. Bytes go to ``NAME.part`` beside the target (or the hub c
 ``paths().data / "downloads"``, so a paused or interrupted download continues where it
 stopped, also after a restart. Each file's sha256 is computed and checked against the
 hub's (the listing's LFS id, else the file's ``X-Linked-Etag``); a file that does not match
-is removed, a file for which the hub gives no hash is kept and recorded as unverified
-(:mod:`engine.hub.verification`). A file already at the target is hashed before it is
-accepted. Every path, revision and id the hub sends is checked before it names a file
-(:mod:`engine.hub.hub_ids`), and a body that ends early is retried a bounded number of
-times, with a growing pause.
+is removed; a file for which the hub gives no hash is refused before any byte is
+fetched (:class:`UnverifiedFileError`) unless the caller allows unverified files, and
+then kept and recorded as unverified (:mod:`engine.hub.verification`). A file already
+at the target is hashed before it is accepted. Every path, revision and id the hub sends
+is checked before it names a file (:mod:`engine.hub.hub_ids`), and a body that ends early
+is retried a bounded number of times, with a growing pause.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from engine.hub.errors import (
     IntegrityError,
     NotEnoughDiskError,
     UnsafeHubDataError,
+    UnverifiedFileError,
 )
 from engine.hub.hub_ids import inside, safe_repo_path
 from engine.hub.locks import exclusive
@@ -230,7 +232,8 @@ def _write_state(item: DownloadItem) -> None:
 def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
              cancel: threading.Event | None = None,
              destination: Destination = Destination.MODELS,
-             timeout: float = hubapi.DEFAULT_TIMEOUT_S) -> DownloadResult:
+             timeout: float = hubapi.DEFAULT_TIMEOUT_S,
+             allow_unverified: bool = False) -> DownloadResult:
     """Carry out a download plan (or plan ``spec`` first), resuming what is already here.
 
     Args:
@@ -240,8 +243,12 @@ def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
             :func:`discard` removes them).
         destination: for a spec: Loadout's model folder or the hub cache.
         timeout: seconds per network operation.
+        allow_unverified: download (and keep) files the hub gives no sha256 for; they
+            are recorded as unverified. Off: such a download is refused.
 
     Raises:
+        UnverifiedFileError: a file has no sha256 to be checked by, and
+            ``allow_unverified`` is off (nothing was downloaded).
         NotEnoughDiskError: less free space than the remaining bytes (nothing written).
         IntegrityError: a file's sha256 differs from the hub's (the file is removed).
         HubOfflineError: the hub cannot be reached (partial files kept for a resume).
@@ -249,6 +256,12 @@ def download(plan: DownloadPlan | str, progress: ProgressCallback | None = None,
     """
     if isinstance(plan, str):
         plan = plan_download(plan, destination, timeout)
+    unchecked = [i.remote.path for i in plan.items if i.hash_source is None]
+    if unchecked and not allow_unverified:
+        raise UnverifiedFileError(
+            f"{plan.repo}: the hub gives no sha256 for {', '.join(unchecked)}, so the "
+            "download could not be checked (a corrupt or substituted file would go "
+            "unnoticed); allow unverified files to download it anyway")
     if not plan.fits_on_disk:
         raise NotEnoughDiskError(
             f"{plan.repo}: {plan.remaining_bytes / 1e9:.1f} GB to download but only "

@@ -25,6 +25,11 @@ class IntegrityError(HubError, ValueError):
     """A downloaded file whose sha256 differs from the hub's; the file has been removed."""
 
 
+class UnverifiedFileError(HubError, PermissionError):
+    """The hub gives no sha256 to check a file by, and unverified files were not allowed
+    (nothing was downloaded)."""
+
+
 class NotEnoughDiskError(HubError, OSError):
     """The destination folder has less free space than the download needs."""
 

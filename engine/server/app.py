@@ -36,14 +36,17 @@ from engine.server import responses_api as responses_routes
 from engine.server import sse
 from engine.server import tools as toolcalls
 from engine.server.api_common import RouteKit
+from engine.server.body_check import BodyChecker
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
 from engine.server.embeddings_api import embedding_routes
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
 from engine.server.grammar_budget import BudgetExceeded
 from engine.server.images import fetch_image_urls
+from engine.server.offloop import run_bounded
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
-from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits, check_unicode
-from engine.server.request_model import loads as loads_json
+from engine.server.prevalidate import grammar_field_of, prevalidate
+from engine.server.public_docs import public_status
+from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
 from engine.server.router_metrics import RouterMetrics
 from engine.server.security import (
     ACCESS_PATH,
@@ -89,6 +92,9 @@ def _json(doc: Any, status: int = 200, headers: Mapping[str, str] | None = None)
 
 
 async def _read_json(request: Request) -> Any:
+    """The request's JSON body, checked off the event loop (:mod:`.body_check`); with a
+    router, the body is checked as a request for the model it names before that model is
+    chosen (and loaded)."""
     try:
         raw = await request.body()
     except BodyTooLarge as exc:
@@ -98,16 +104,12 @@ async def _read_json(request: Request) -> Any:
                        code="request_timeout") from exc
     except ClientDisconnect as exc:  # nobody reads the answer; counted, not logged as a fault
         raise ApiError(499, "client closed the request", code="client_closed") from exc
-    if not raw:
-        raise ApiError(400, "empty request body; send a JSON object", code="invalid_json")
-    try:
-        doc = loads_json(raw)
-    except RecursionError as exc:
-        raise ApiError(400, "the JSON nests too deeply", code="json_too_deep") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"malformed JSON: {exc}", code="invalid_json") from exc
-    check_unicode(doc)
-    await request.app.state.server.select(doc, request.headers)  # a router: its model
+    checker: BodyChecker = request.app.state.body_checker
+    doc = await checker.read(raw)
+    state: ServerState = request.app.state.server
+    if state.router is not None:
+        await prevalidate(request.url.path, doc, state, checker.limits, _parse)
+    await state.select(doc, request.headers)  # a router: its model
     return doc
 
 
@@ -117,14 +119,18 @@ Parser = Callable[[Any, ServedModel, RequestLimits], ParsedRequest]
 async def _parse(parser: Parser, body: Any, served: ServedModel,
                  limits: RequestLimits) -> ParsedRequest:
     """Check a body off the event loop (a JSON schema's grammar is built here), in bounded
-    time: past ``compile_timeout_s`` the request is refused and the loop never waited."""
-    work = asyncio.to_thread(functools.partial(parser, body, served, limits))
+    time: past ``compile_timeout_s`` the request is refused, the loop never waited and
+    the work is stopped (:func:`.offloop.run_bounded`)."""
     timeout = limits.grammar.compile_timeout_s
     try:
-        return await asyncio.wait_for(work, timeout)
+        return await run_bounded(functools.partial(parser, body, served, limits), timeout)
     except TimeoutError as exc:
-        raise ApiError(400, f"the request's grammar took longer than {timeout:g} s to build "
-                            "(compile_timeout_s)", param="response_format",
+        field = grammar_field_of(body)
+        if field is None:
+            raise ApiError(400, f"checking the request took longer than {timeout:g} s "
+                                "(compile_timeout_s)", code="request_too_complex") from exc
+        raise ApiError(400, f"the grammar of '{field}' took longer than {timeout:g} s to "
+                            "build (compile_timeout_s)", param=field,
                        code="grammar_too_large") from exc
 
 
@@ -157,12 +163,12 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
                      {"Retry-After": RETRY_AFTER_S})
 
     async def models(request: Request) -> Response:
-        return _json(state.models_document())
+        return _json(public_status(state.models_document()))
 
     async def chat(request: Request) -> Response:
         body = await _read_json(request)
         _, served = state.require()
-        body = await fetch_image_urls(body, limits.images)
+        body = await fetch_image_urls(body, limits.images, served.vision_refusal)
         parsed = await _parse(oa.parse_chat, body, served, limits)
         await _probe_grammar(state, parsed)
         gen = await Generation.start(ctx, parsed, "messages")
@@ -198,13 +204,13 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
 
     async def status(request: Request) -> Response:
         served = state.served
-        return _json({
+        return _json(public_status({
             "state": state.state, "load_progress": state.load_progress,
             "load_error": state.load_error, "model": served.id if served else None,
             "uptime_s": time.time() - state.started, "requests_in_flight": state.in_flight,
             "template_tools": served.template_tools if served else None,
             "engine": state.engine_status(),
-        })
+        }))
 
     async def app_access(request: Request) -> Response:
         # only the app's key reaches here (AuthMiddleware)
@@ -319,6 +325,7 @@ def build_app(state: ServerState, policy: SecurityPolicy,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.server = state
+    app.state.body_checker = BodyChecker(limits)
     app.state.metrics = metrics
     app.state.access = access
     return app

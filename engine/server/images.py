@@ -9,13 +9,10 @@ count read from the file's header (nothing is decoded here), and the count per r
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import logging
 import struct
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +31,8 @@ class ImageLimits:
         max_bytes: the size of one image file.
         max_pixels: width x height of one image.
         allow_urls: fetch ``http(s)`` image URLs (off: data URLs only).
+        allow_private_urls: fetch them from any address, loopback and private ones
+            included (off: public addresses only, :mod:`engine.server.image_fetch`).
         fetch_timeout_s: the whole download of one URL.
     """
 
@@ -41,6 +40,7 @@ class ImageLimits:
     max_bytes: int = 5 * 1024 * 1024
     max_pixels: int = 4096 * 4096
     allow_urls: bool = False
+    allow_private_urls: bool = False
     fetch_timeout_s: float = 10.0
 
 
@@ -147,24 +147,33 @@ def part_url(part: Mapping[str, Any], where: str) -> str:
     return url
 
 
-async def fetch_image_urls(body: Any, limits: ImageLimits) -> Any:
+async def fetch_image_urls(body: Any, limits: ImageLimits,
+                           vision_refusal: str | None = None) -> Any:
     """Download the ``http(s)`` image URLs of a chat body (when allowed) and put their data
     in place as data URLs; the body is returned unchanged when it has none.
 
+    Args:
+        vision_refusal: why the model takes no images (None: it does); such a request is
+            refused before anything is fetched.
+
     Raises:
-        ApiError: 400: URLs are off, too many images, or a download failed or was too big.
+        ApiError: 400: URLs are off, too many images, the model takes none, or a download
+            failed.
     """
     parts = image_parts(body)
     if len(parts) > limits.max_images:
         raise bad(f"at most {limits.max_images} images per request", "messages",
                   "too_many_images")
     remote = [(w, p) for w, p in parts if part_url(p, w).lower().startswith(("http:", "https:"))]
-    if not remote:
-        return body
-    if not limits.allow_urls:
+    if remote and not limits.allow_urls:
         raise bad("http image URLs are off on this server: send the image as a data URL, "
                   "or start the server with --allow-image-urls", remote[0][0],
                   "image_urls_disabled")
+    if parts and vision_refusal is not None:  # before anything is fetched
+        raise bad(f"this model cannot take images: {vision_refusal}", "messages",
+                  "images_not_supported")
+    if not remote:
+        return body
     for where, part in remote:
         url = part_url(part, where)
         data = await _download(url, where, limits)
@@ -177,33 +186,27 @@ async def fetch_image_urls(body: Any, limits: ImageLimits) -> Any:
 
 
 async def _download(url: str, where: str, limits: ImageLimits) -> bytes:
-    def get() -> bytes:
-        req = urllib.request.Request(url, headers={"User-Agent": "loadout"})
-        with urllib.request.urlopen(req, timeout=limits.fetch_timeout_s) as resp:
-            declared = resp.headers.get("Content-Length")
-            if declared is not None and declared.isdigit() \
-                    and int(declared) > limits.max_bytes:
-                raise _TooLarge
-            data: bytes = resp.read(limits.max_bytes + 1)
-            if len(data) > limits.max_bytes:
-                raise _TooLarge
-            return data
+    """The image at ``url`` (public addresses only, :mod:`.image_fetch`); every failure is
+    the same 400, so that no answer tells what lies on the network behind the server."""
+    from engine.server.image_fetch import FetchFailed, TooLarge, fetch_image, is_public
+    from engine.server.offloop import run_bounded
 
+    allowed = (lambda _address: True) if limits.allow_private_urls else is_public
     try:
-        return await asyncio.wait_for(asyncio.to_thread(get), limits.fetch_timeout_s)
-    except _TooLarge as exc:
+        return await run_bounded(lambda: fetch_image(url, limits.max_bytes,
+                                                     limits.fetch_timeout_s, allowed=allowed),
+                                 limits.fetch_timeout_s)
+    except TooLarge as exc:  # the image's own size, from a host it was allowed to reach
         raise bad(f"the image at the URL is larger than {limits.max_bytes} bytes", where,
                   "image_too_large") from exc
-    except TimeoutError as exc:
-        raise bad(f"the image URL did not answer within {limits.fetch_timeout_s:g} s", where,
-                  "image_fetch_failed") from exc
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise bad(f"the image URL could not be fetched: {exc}", where,
-                  "image_fetch_failed") from exc
+    except (FetchFailed, TimeoutError) as exc:
+        log.info("image URL at %s not fetched: %s", where, exc or "timed out")
+        raise bad(FETCH_FAILED.format(bytes=limits.max_bytes, s=limits.fetch_timeout_s),
+                  where, "image_fetch_failed") from None
 
 
-class _TooLarge(Exception):
-    pass
+FETCH_FAILED = ("the image URL could not be fetched (only public http(s) addresses are "
+                "fetched, an image of at most {bytes} bytes within {s:g} s)")
 
 
 __all__ = ["DEFAULT_IMAGE_LIMITS", "ApiError", "ImageLimits", "check_image",

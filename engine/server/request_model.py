@@ -33,6 +33,9 @@ class RequestLimits:
 
     Attributes:
         max_json_depth: how deeply the body's JSON may nest.
+        max_json_elements: JSON values (numbers, strings, arrays ...) in one body.
+        max_array_items: items of one array (or members of one object) in a body.
+        body_check_s: the time the body's check may take (off the event loop).
         max_messages: messages in one chat request.
         max_tools: tools declared in one request.
         max_stop_sequences: stop strings in one request.
@@ -44,6 +47,9 @@ class RequestLimits:
     """
 
     max_json_depth: int = 64
+    max_json_elements: int = 1 << 18
+    max_array_items: int = 1 << 17
+    body_check_s: float = 2.0
     max_messages: int = 2048
     max_tools: int = 128
     max_stop_sequences: int = 8

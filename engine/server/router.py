@@ -28,6 +28,7 @@ from engine.server.engine_like import RETRY_AFTER_S, EngineLike, template_render
 from engine.server.grammar_probe import GrammarProbe
 from engine.server.model_catalog import CatalogModel
 from engine.server.openai_schema import ApiError, ServedModel
+from engine.server.residency_guard import ResidencyGuard
 from engine.server.router_plan import (
     RouterPlanner,
     budget_of,
@@ -55,6 +56,11 @@ class RouterOptions:
         models_max: the most models resident at once (None: memory decides alone).
         embeddings: chat models serve ``/v1/embeddings`` too (an embedding model always
             does).
+        min_residency_s: a model loaded less than this long ago is not unloaded for
+            another while it has requests (in flight or waiting).
+        max_swaps: loads that unload another model, at most this many in any
+            ``swap_window_s`` (past it: 503 with Retry-After; None: no limit).
+        swap_window_s: the window of ``max_swaps``.
     """
 
     queue_size: int = 64
@@ -62,6 +68,9 @@ class RouterOptions:
     idle_timeout_s: float | None = None
     models_max: int | None = None
     embeddings: bool = False
+    min_residency_s: float = 15.0
+    max_swaps: int | None = 4
+    swap_window_s: float = 60.0
 
 
 @dataclass(eq=False)
@@ -134,6 +143,8 @@ class Router:
         self._stopping = False
         self._reaper: asyncio.Task[None] | None = None
         self._predicting: asyncio.Task[None] | None = None
+        self.residency = ResidencyGuard(options.min_residency_s, options.max_swaps,
+                                        options.swap_window_s)
 
     # -- lookups --------------------------------------------------------------------------
     def find(self, name: str) -> RoutedModel | None:
@@ -208,7 +219,9 @@ class Router:
                 entry.state = ON_DISK
                 entry.planned = {}
                 self._predict_alone(entry)
-                entry.load_error = _without_paths(str(exc), entry.model.path)
+                deferred = isinstance(exc, ApiError) and exc.status == 503
+                entry.load_error = None if deferred else _without_paths(str(exc),
+                                                                        entry.model.path)
                 if isinstance(exc, EngineError) and not isinstance(
                         exc, OutOfMemoryError | ModelLoadCancelled):
                     entry.failed_stamp = stamp
@@ -330,6 +343,8 @@ class Router:
         short = {d: n for d, n in need.items() if n > free.get(d, 0)}
         why = (f"to make room for {entry.id}: {shortfall_text(short, free)}" if short
                else f"to make room for {entry.id}: --models-max {self.options.models_max}")
+        victims = [self.models[v] for v in decision.evict]
+        self.residency.check(entry.id, [(v.id, v.loaded_at, v.busy) for v in victims])
         for victim_id in decision.evict:
             await self._unload(self.models[victim_id], why)
 

@@ -209,15 +209,15 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
                                     options.max_body_bytes, options.allowed_hosts)
     state = ServerState(model_id=options.model_id, aliases=options.aliases)
     conn = options.connections
-    app = build_app(state, policy, options.limits, conn,
-                    AppAccess(options.app_key, options.app_public))
+    access = AppAccess(options.app_key, options.app_public)
+    app = build_app(state, policy, options.limits, conn, access)
     sock = bind_socket(options.host, options.port)
     url = base_url(sock, options.host)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=3,
                             timeout_keep_alive=max(1, round(conn.keep_alive_s)),
-                            limit_concurrency=conn.max_connections,
-                            http=http_protocol(conn), h11_max_incomplete_event_size=64 * 1024)
+                            http=http_protocol(conn, access.is_app),
+                            h11_max_incomplete_event_size=64 * 1024)
     server = uvicorn.Server(config)
     stopping = threading.Event()
     failed: list[str] = []

@@ -27,6 +27,10 @@ def register(sub: Any) -> None:
                    help="cancel for good: remove the partial files of this download")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for the hub per network operation")
+    p.add_argument("--allow-unverified", action="store_true",
+                   help="download a file even when the hub gives no sha256 to check it by "
+                        "(a corrupt or substituted file would go unnoticed; refused "
+                        "without this)")
     p.add_argument("--json", action="store_true", help="print one JSON document at the end")
 
 
@@ -71,6 +75,7 @@ def _pending(as_json: bool) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from engine.hub.downloads import Destination, Status, discard, download, plan_download
+    from engine.hub.errors import UnverifiedFileError
 
     if args.pending:
         return _pending(args.json)
@@ -86,10 +91,14 @@ def run(args: argparse.Namespace) -> int:
           f"({plan.remaining_bytes / 1e9:.2f} GB to download) -> "
           f"{plan.items[0].target.parent}; {plan.free_bytes / 1e9:.1f} GB free", file=sys.stderr)
     try:
-        result = download(plan, progress=None if args.json else _Bar(), timeout=args.timeout)
+        result = download(plan, progress=None if args.json else _Bar(), timeout=args.timeout,
+                          allow_unverified=args.allow_unverified)
     except KeyboardInterrupt:
         print("\npaused: run the same command to resume", file=sys.stderr)
         return 130
+    except UnverifiedFileError as exc:
+        print(f"loadout pull: error: {exc} (--allow-unverified)", file=sys.stderr)
+        return 1
     for path in result.unverified:
         print(f"warning: {path.name}: the hub gave no sha256 for this file, so it is "
               "unverified (its hash is recorded, but nothing says it is the right file)",

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.server.security import API_KEY_ENV, APP_KEY_ENV, APP_PUBLIC_ENV
+from engine.server.security import APP_KEY_ENV, APP_PUBLIC_ENV
+from loadout.commands import api_key
 
 
 def register(sub: Any) -> None:
@@ -26,11 +27,7 @@ def register(sub: Any) -> None:
     p.add_argument("--parallel", type=int, default=4,
                    help="sequences decoded together (slots)")
     p.add_argument("--ctx", type=int, default=4096, help="context of each sequence (tokens)")
-    p.add_argument("--api-key", default=None,
-                   help="key clients must send (generated and shown once when --host is "
-                        "not loopback and none is given); the environment variable "
-                        f"{API_KEY_ENV} gives it without showing it to other users in the "
-                        "process list")
+    api_key.add_arguments(p)
     p.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                    help="allow this browser origin (repeatable; CORS is off by default)")
     p.add_argument("--queue-size", type=int, default=64,
@@ -40,8 +37,11 @@ def register(sub: Any) -> None:
                    help="another name clients may reach the server by (the Host header; "
                         "repeatable; '*' turns the check off)")
     p.add_argument("--max-connections", type=int, default=128,
-                   help="connections served at once (past it: 503)")
-    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="requests served at once (past it: 503; idle and half-sent "
+                        "connections do not count)")
+    p.add_argument("--max-open-connections", type=int, default=768, metavar="N",
+                   help="sockets open at once (past it the oldest idle one is closed)")
+    p.add_argument("--header-timeout", type=float, default=5.0, metavar="S",
                    help="seconds a client has to send a request's headers")
     p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
                    help="seconds a client has to send a request's body")
@@ -75,6 +75,10 @@ def register(sub: Any) -> None:
                    help="keep the projector on the CPU")
     p.add_argument("--allow-image-urls", action="store_true",
                    help="fetch http(s) image URLs in requests (default: data URLs only)")
+    p.add_argument("--allow-private-image-urls", action="store_true",
+                   help="with --allow-image-urls: also fetch from loopback, link-local and "
+                        "private addresses (off: public addresses only; a client could make "
+                        "the server reach its own network)")
     p.add_argument("--image-url-timeout", type=float, default=10.0, metavar="S",
                    help="seconds one image download may take")
     p.add_argument("--max-images", type=int, default=8, help="images per request")
@@ -109,6 +113,14 @@ def register(sub: Any) -> None:
                       help="unload a model idle this many seconds")
     many.add_argument("--models-max", type=int, default=None, metavar="N",
                       help="at most N models loaded at once (memory decides too)")
+    many.add_argument("--min-residency", type=float, default=15.0, metavar="S",
+                      help="a model with requests stays loaded at least S seconds before "
+                           "another may unload it (default 15)")
+    many.add_argument("--max-swaps", type=int, default=4, metavar="N",
+                      help="at most N loads that unload another model per --swap-window "
+                           "(past it: 503 with Retry-After; 0: no limit; default 4)")
+    many.add_argument("--swap-window", type=float, default=60.0, metavar="S",
+                      help="the window of --max-swaps, in seconds (default 60)")
     many.add_argument("--ram-budget", type=float, default=None, metavar="GIB",
                       help="RAM the loaded models may use together, in GiB (default: the "
                            "RAM available at start less the 5 GB reserve)")
@@ -193,9 +205,11 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
                          max_bytes=max(1, args.max_image_bytes),
                          max_pixels=max(1, args.max_image_pixels),
                          allow_urls=args.allow_image_urls,
+                         allow_private_urls=args.allow_private_image_urls,
                          fetch_timeout_s=max(0.1, args.image_url_timeout))
     limits = dataclasses.replace(limits, images=images)
     conn = ConnectionLimits(max_connections=max(1, args.max_connections),
+                            max_open=max(1, args.max_open_connections),
                             header_timeout_s=args.header_timeout,
                             body_timeout_s=args.body_timeout)
     return limits, conn
@@ -264,14 +278,14 @@ def run(args: argparse.Namespace) -> int:
     if args.no_warmup:
         spec = spec.with_changes(warm_up=False)
     # the key from the environment (how the desktop app passes it), never left there
-    api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
+    key = api_key.api_key_of(args)
     # the desktop app's private key: with it, only the app is served until it says
     app_key = os.environ.pop(APP_KEY_ENV, None) or None
     app_public = os.environ.pop(APP_PUBLIC_ENV, "") == "1"
     limits, conn = _limits(args)
     options = ServeOptions(spec=spec, replan=_replan(args, path, spec, plan),
                            host=args.host, port=args.port,
-                           api_key=api_key, cors_origins=tuple(args.cors),
+                           api_key=key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, aliases=aliases,
                            model_id=path.stem, allowed_hosts=tuple(args.allow_host),
@@ -331,7 +345,10 @@ def _router(args: argparse.Namespace) -> Any:
                             pinned=frozenset(names[k] for k in args.keep),
                             idle_timeout_s=args.idle_timeout,
                             models_max=max(1, args.models_max) if args.models_max else None,
-                            embeddings=args.embeddings)
+                            embeddings=args.embeddings,
+                            min_residency_s=max(0.0, args.min_residency),
+                            max_swaps=args.max_swaps if args.max_swaps > 0 else None,
+                            swap_window_s=max(0.0, args.swap_window))
     planner = RouterPlanner(inventory, request, n_threads=args.threads,
                             warm_up=not args.no_warmup, vision=not args.no_mmproj,
                             mmproj_offload=not args.no_mmproj_offload,
@@ -350,7 +367,7 @@ def _run_router(args: argparse.Namespace) -> int:
     except PlannerError as exc:
         print(f"loadout serve: {exc}", file=sys.stderr)
         return 1
-    api_key = args.api_key or os.environ.pop(API_KEY_ENV, None) or None
+    key = api_key.api_key_of(args)
     app_key = os.environ.pop(APP_KEY_ENV, None) or None
     app_public = os.environ.pop(APP_PUBLIC_ENV, "") == "1"
     limits, conn = _limits(args)
@@ -358,7 +375,7 @@ def _run_router(args: argparse.Namespace) -> int:
     from engine.launch import LaunchSpec
 
     options = ServeOptions(spec=LaunchSpec(model_path=str(first)), host=args.host,
-                           port=args.port, api_key=api_key, cors_origins=tuple(args.cors),
+                           port=args.port, api_key=key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, allowed_hosts=tuple(args.allow_host),
                            limits=limits, connections=conn, app_key=app_key,

@@ -1,4 +1,5 @@
-"""The wizard says so when the hub gives no sha256 to check a download against.
+"""The wizard refuses a download the hub gives no sha256 for, unless the person ticks the
+box that names the risk; then it says the file is unverified.
 
 The hub is the hostile test hub (``tests/helpers/hostile_hub.py``) listing the demo model
 without an LFS id and without ``X-Linked-Etag``: the download is real and complete, the
@@ -45,6 +46,15 @@ def test_a_download_the_hub_gives_no_hash_for_is_said_to_be_unverified(
     _to_choices(qtbot, wizard)
     step = _to_download(qtbot, wizard)
     assert step.stage == "ready"
+    assert not step.allow_unverified_box.isChecked()  # refused unless the person says so
+    step.start_button.click()
+    qtbot.waitUntil(lambda: step.stage == "failed", timeout=60000)
+    assert "no checksum" in step.message.text() and "substituted" in step.message.text()
+    assert step.plan is not None and not step.plan.items[0].target.exists()
+    assert "risky" in step.allow_unverified_box.text()
+    step.allow_unverified_box.setChecked(True)
+    step.retry_button.click()
+    qtbot.waitUntil(lambda: step.stage == "ready", timeout=60000)
     with qtbot.waitSignal(wizard.sig_download_finished, timeout=60000) as done:
         step.start_button.click()
     path = Path(done.args[0])

@@ -54,6 +54,10 @@ HOSTILE: list[Any] = [
     {"5": -100, "6": NAN}, {"mode": "zzz"}, {"draft_tokens": -1},
     lambda: ["x"] * 10_000, lambda: [[1, 2, 99_999_999]], lambda: list(range(5000)),
     lambda: {f"k{i}": i for i in range(3000)},
+    # past the body's budgets (max_array_items, max_json_elements): refused before the
+    # route looks at them, in bounded time, off the event loop
+    lambda: list(range(140_000)), lambda: {f"k{i}": 0 for i in range(140_000)},
+    lambda: [[0] * 1000 for _ in range(270)],
 ]
 
 GRAMMAR = "root ::= [0-9]"

@@ -179,6 +179,17 @@ TYPE_CASES = [
     Case("prompt_a_lone_surrogate", b'{"model": "demo", "prompt": "\\udfff", '
                                     b'"max_tokens": 1}', 400, "/v1/completions"),
     Case("schema_anyOf_empty_converts_to_an_empty_grammar", schema({"anyOf": []}), 400),
+    # round 2: bodies whose size, not their fields, was the attack (checked off the loop)
+    Case("json_3900000_numbers_stalled_every_client",
+         b'{"model": "demo", "messages": [], "x": [' + b"1," * 3_900_000 + b"1]}", 400),
+    Case("array_of_140000_items", chat(x=[0] * 140_000), 400),
+    Case("object_of_140000_keys", chat(logit_bias={str(i): 0 for i in range(140_000)}), 400),
+    Case("300_arrays_of_1000", chat(x=[[0] * 1000 for _ in range(300)]), 400),
+    Case("messages_3000", chat(messages=USER * 3000), 400),
+    Case("lone_surrogate_in_a_key", b'{"model": "demo", "messages": [{"role": "user", '
+                                    b'"content": "x", "\\udc00": 1}]}', 400),
+    Case("image_url_to_loopback_with_urls_off", chat(messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "http://127.0.0.1:1/x.png"}}]}]), 400),
     Case("unknown_route", chat(), 404, "/v1/does-not-exist"),
     Case("get_on_a_post_route", None, 405, "/v1/chat/completions", "GET", {}),
 ]

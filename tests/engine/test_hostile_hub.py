@@ -22,6 +22,7 @@ from engine.hub.errors import (
     HubOfflineError,
     IntegrityError,
     UnsafeHubDataError,
+    UnverifiedFileError,
 )
 from engine.hub.hub_ids import safe_repo_path, sha256_or_none
 from engine.hub.verification import verification_of
@@ -181,11 +182,24 @@ def test_a_wrong_etag_is_never_accepted(hub: HostileHub, outside: Path) -> None:
     assert not (paths().models / REPO / NAME).exists()
 
 
+def test_no_hash_at_all_is_refused_unless_allowed(
+        hub: HostileHub, outside: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It ended "complete" with a warning: the file was kept and used unverified."""
+    hub.no_hash.add(NAME)
+    with pytest.raises(UnverifiedFileError, match="no sha256"):
+        download(f"{REPO}:Q4_K_M")
+    assert main(["pull", f"{REPO}:Q4_K_M", "--json"]) == 1
+    err = capsys.readouterr().err
+    assert "--allow-unverified" in err and NAME in err
+    assert not (paths().models / REPO / NAME).exists()
+    assert not [r for r in hub.requests if r[0] == "GET" and r[1].startswith("/cdn/")]
+
+
 def test_no_hash_at_all_is_marked_unverified_and_the_cli_says_so(
         hub: HostileHub, payload: Path, outside: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     hub.no_hash.add(NAME)
-    assert main(["pull", f"{REPO}:Q4_K_M", "--json"]) == 0
+    assert main(["pull", f"{REPO}:Q4_K_M", "--json", "--allow-unverified"]) == 0
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
     target = paths().models / REPO / NAME

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.slow
 SMOL = ("smol-a", "smol-b", "smol-c")
 # each synthetic model plans ~16.5 MiB of RAM at 512 tokens x 2 slots: 41 MiB hold two
 BUDGET_GIB = "0.04"
-COMMON = ("--ram-budget", BUDGET_GIB, "--ctx", "512", "--parallel", "2", "--threads", "1")
+# these tests force swaps on purpose: the anti-thrash limits are off (test_router_thrash)
+COMMON = ("--ram-budget", BUDGET_GIB, "--ctx", "512", "--parallel", "2", "--threads", "1",
+          "--min-residency", "0", "--max-swaps", "0")
 
 
 def write_models(folder: Path) -> Path:
@@ -161,6 +163,7 @@ def _router_in_process(models_dir: Path, **options: Any) -> Any:
     inventory = dataclasses.replace(inventory, host=dataclasses.replace(
         inventory.host, ram_available_bytes=budget))
     catalog = [m for m in folder_models(models_dir) if m.id in SMOL]
+    options = {"min_residency_s": 0.0, "max_swaps": None, **options}
     return Router(catalog, RouterPlanner(inventory, request, n_threads=1),
                   RouterOptions(**options))
 

@@ -309,6 +309,38 @@ def test_a_client_that_leaves_mid_body_is_not_an_internal_error(target: Target) 
     target.assert_healthy()
 
 
+def test_the_status_names_the_model_not_its_path(target: Target) -> None:
+    """``/v1/loadout/status`` sent ``engine.model_path`` to every client with the key."""
+    from engine.demo import demo_model_path
+
+    status, raw, _ = target.send("GET", "/v1/loadout/status")
+    assert status == 200 and b"model_path" not in raw
+    assert str(demo_model_path().resolve().parent) not in raw.decode()
+
+
+def test_a_heavy_body_is_a_400_naming_its_size_and_health_keeps_answering(
+        target: Target) -> None:
+    """3.9 million numbers (8 MB): 400 after 13 s blaming "the request's grammar", and
+    /health waited 7.6-13.7 s meanwhile."""
+    import threading
+
+    heavy = (b'{"model": "demo", "messages": [], "response_format": {"type": "text"}, '
+             b'"x": [' + b"1," * 3_900_000 + b"1]}")
+    answer: list[tuple[int, bytes, dict[str, str]]] = []
+    sender = threading.Thread(target=lambda: answer.append(
+        target.send("POST", "/v1/chat/completions", heavy)))
+    sender.start()
+    waits = []
+    while sender.is_alive():
+        started = time.monotonic()
+        assert target.send("GET", "/health", headers={})[0] == 200
+        waits.append(time.monotonic() - started)
+    sender.join()
+    error = assert_clear_error("/v1/chat/completions", answer[0][0], answer[0][1])
+    assert error["code"] == "too_many_elements" and "grammar" not in error["message"]
+    assert max(waits, default=0.0) < 1.0, waits
+
+
 def test_a_refused_cors_preflight_answers_in_the_error_shape(target: Target) -> None:
     """Starlette's CORS middleware answered a foreign origin's preflight in plain text."""
     ask = {"Access-Control-Request-Method": "POST",
@@ -396,6 +428,7 @@ def test_a_router_names_what_is_wrong_with_the_model_field(tmp_path: Path) -> No
     folder = tmp_path / "models"
     folder.mkdir()
     write_llama(folder / "alpha.gguf", shape)
+    write_llama(folder / "beta.gguf", shape, seed=1)
     proc = ServerProcess("--models", str(folder), "--ram-budget", "0.04", "--ctx", "256",
                          "--parallel", "1", "--threads", "1", "--api-key", KEY,
                          home=tmp_path).start()
@@ -403,6 +436,17 @@ def test_a_router_names_what_is_wrong_with_the_model_field(tmp_path: Path) -> No
         router = Target.__new__(Target)
         router.proc, router.address = proc, (urlsplit(proc.url).hostname or "",
                                              urlsplit(proc.url).port or 0)
+        # a malformed request never loads the model it names (it was loaded, then refused)
+        for bad in ({"temperature": "hot"}, {"grammar": "root ::= [z-a]"},
+                    {"messages": [{"role": "user", "content": [1]}]}):
+            code, raw, _ = router.send("POST", "/v1/chat/completions",
+                                       _chat(model="beta", **bad))
+            assert_clear_error("", code, raw)
+        code, raw, _ = router.send("GET", "/v1/models")
+        assert {m["id"]: m["state"] for m in json.loads(raw)["data"]}["beta"] == "on_disk"
+        assert "loaded beta" not in proc.stderr_path.read_text()
+        code, raw, _ = router.send("GET", "/v1/loadout/status")
+        assert code == 200 and str(folder) not in raw.decode() and b"model_path" not in raw
         for model, status, param in ((["alpha"], 400, "model"), ({"a": 1}, 400, "model"),
                                      ("x" * 100_000, 404, "model")):
             code, raw, _ = router.send("POST", "/v1/chat/completions", _chat(model=model))

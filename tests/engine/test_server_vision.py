@@ -63,7 +63,8 @@ def vision_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     model, _projector = write_vision_pair(tmp_path_factory.mktemp("vision-serve"))
     # the projector beside the model is found without --mmproj
     proc = ServerProcess(str(model), "--parallel", "2", "--ctx", "512", "--threads", "1",
-                         "--no-plan", "--allow-image-urls", "--image-url-timeout", "1",
+                         "--no-plan", "--allow-image-urls", "--allow-private-image-urls",
+                         "--image-url-timeout", "1",
                          "--max-image-bytes", "200000", "--max-images", "2",
                          home=tmp_path_factory.mktemp("vision-home")).start()
     try:
