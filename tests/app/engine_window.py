@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QThreadPool
+from PySide6.QtCore import QCoreApplication, QEvent, QThreadPool
 from PySide6.QtTest import QTest
 
 from planner.inventory import Inventory
@@ -83,6 +83,9 @@ def close_window(window: Any) -> None:
     assert QThreadPool.globalInstance().activeThreadCount() == 0
     if pid:
         assert not process_alive(pid), "the engine process was left running"
+    # deleted now, not at some later event loop: a closed window left alive still gets
+    # application-wide events (a language change retranslates its pages)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 def process_alive(pid: int) -> bool:
