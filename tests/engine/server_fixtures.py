@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -136,6 +137,13 @@ class ServerProcess:
                 self.proc.kill()
                 self.proc.wait(timeout=15)
         return self.proc.returncode
+
+
+def address_of(server: ServerProcess) -> tuple[str, int]:
+    """The server's host and port, for raw sockets."""
+    parts = urlsplit(server.url)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
 
 
 def post(server: ServerProcess, path: str, doc: Any) -> tuple[int, Any]:

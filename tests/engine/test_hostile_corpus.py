@@ -11,12 +11,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from tests.engine.hostile_cases import CASES, JSON, Case, chat
-from tests.engine.server_fixtures import ServerProcess, validate
+from tests.engine.server_fixtures import ServerProcess, address_of, validate
 
 pytestmark = pytest.mark.slow
 
@@ -36,14 +35,8 @@ def hostile_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server
         proc.stop()
 
 
-def _address(server: ServerProcess) -> tuple[str, int]:
-    parts = urlsplit(server.url)
-    assert parts.hostname is not None and parts.port is not None
-    return parts.hostname, parts.port
-
-
 def send(server: ServerProcess, case: Case) -> tuple[int, Any]:
-    host, port = _address(server)
+    host, port = address_of(server)
     conn = http.client.HTTPConnection(host, port, timeout=60)
     try:
         conn.request(case.method, case.path, body=case.payload() or None,
@@ -91,8 +84,8 @@ def test_over_budget_errors_name_the_limit_and_the_field(hostile: ServerProcess)
 
 def test_a_client_that_never_sends_headers_loses_its_connection(
         hostile: ServerProcess) -> None:
-    with socket.create_connection(_address(hostile), timeout=10) as idle, \
-            socket.create_connection(_address(hostile), timeout=10) as slow:
+    with socket.create_connection(address_of(hostile), timeout=10) as idle, \
+            socket.create_connection(address_of(hostile), timeout=10) as slow:
         slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         t0 = time.monotonic()
         assert idle.recv(1024) == b""  # closed by the server, nothing answered
@@ -102,7 +95,7 @@ def test_a_client_that_never_sends_headers_loses_its_connection(
 
 
 def test_a_body_that_never_arrives_is_a_408(hostile: ServerProcess) -> None:
-    with socket.create_connection(_address(hostile), timeout=10) as sock:
+    with socket.create_connection(address_of(hostile), timeout=10) as sock:
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                      b"Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{")
         answer = sock.recv(4096)
@@ -111,14 +104,14 @@ def test_a_body_that_never_arrives_is_a_408(hostile: ServerProcess) -> None:
 
 
 def test_a_missing_host_header_is_refused(hostile: ServerProcess) -> None:
-    with socket.create_connection(_address(hostile), timeout=10) as sock:
+    with socket.create_connection(address_of(hostile), timeout=10) as sock:
         sock.sendall(b"GET /v1/models HTTP/1.0\r\n\r\n")
         answer = sock.recv(4096)
     assert answer.startswith(b"HTTP/1.1 403"), answer[:100]
 
 
 def test_localhost_and_loopback_names_are_served(hostile: ServerProcess) -> None:
-    _, port = _address(hostile)
+    _, port = address_of(hostile)
     for name in (f"localhost:{port}", f"127.0.0.1:{port}", "LOCALHOST"):
         status, doc = send(hostile, Case("ok", None, 200, "/v1/models", "GET",
                                          {"Host": name}))
@@ -134,7 +127,7 @@ def test_idle_clients_never_count_against_the_requests_served(
     """MAX_CONNECTIONS idle sockets answered every other client 503 until the header
     timeout: idle and half-sent connections now cost a socket, not a request's place."""
     models = Case("models", None, 200, "/v1/models", "GET", {})
-    idle = [socket.create_connection(_address(hostile), timeout=10)
+    idle = [socket.create_connection(address_of(hostile), timeout=10)
             for _ in range(MAX_CONNECTIONS * 4)]
     try:
         for sock in idle[::2]:

@@ -6,26 +6,17 @@ configurations and fails when accuracy regresses past the goal.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from planner.memory import MemoryConfig
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.bench_module import load_bench
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("memory_accuracy",
-                                                  ROOT / "bench" / "memory_accuracy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("memory_accuracy")
 
 
 @pytest.mark.slow

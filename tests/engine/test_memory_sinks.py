@@ -11,19 +11,17 @@ The full grid: ``bench/sinks_memory.py``.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from planner.memory import MemoryConfig
+from tests.helpers.bench_module import load_bench
 from tests.helpers.gguf_factory import Shape
 from tests.helpers.gguf_gpt_oss import write_gpt_oss
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 
 SHAPES = {
     # the factory's default widths (16-wide heads: f16 cache only), wider experts
@@ -48,13 +46,7 @@ CASES = [
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("memory_accuracy",
-                                                  ROOT / "bench" / "memory_accuracy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("memory_accuracy")
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from engine.demo import demo_model_path
-from tests.engine.server_fixtures import ServerProcess
+from tests.engine.server_fixtures import ServerProcess, address_of
 
 pytestmark = pytest.mark.slow
 
@@ -47,16 +46,10 @@ def srv_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
         proc.stop()
 
 
-def _address(srv: ServerProcess) -> tuple[str, int]:
-    parts = urlsplit(srv.url)
-    assert parts.hostname is not None and parts.port is not None
-    return parts.hostname, parts.port
-
-
 def _request(srv: ServerProcess, method: str, path: str, body: Any = None,
              key: str | None = KEY, timeout: float = 60) -> tuple[int, bytes, float]:
     """(status, body, seconds) of one request on a fresh connection."""
-    conn = http.client.HTTPConnection(*_address(srv), timeout=timeout)
+    conn = http.client.HTTPConnection(*address_of(srv), timeout=timeout)
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
@@ -132,7 +125,7 @@ def test_hundreds_of_idle_and_half_sent_sockets_leave_the_server_answering(
         srv: ServerProcess) -> None:
     """127 sockets whose headers never finished locked every client out (503) until the
     header timeout; reopened every 10 s, they kept the server unusable."""
-    address = _address(srv)
+    address = address_of(srv)
     crowd: list[socket.socket] = []
     app = http.client.HTTPConnection(*address, timeout=30)  # the app's keep-alive one
     app.request("GET", "/v1/models", headers={"Authorization": f"Bearer {APP_KEY}"})
