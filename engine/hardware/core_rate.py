@@ -163,6 +163,16 @@ def write_probe_model(path: Path, n_layers: int = N_LAYERS) -> Path:
     return path
 
 
+def _probe_clock() -> Callable[[], float]:
+    """The clock a probe token is timed with: the thread's CPU time, but wall time on
+    Windows, which counts thread time in 15.6 ms ticks (longer than a probe token: every
+    token read 0 s there, and the rate divided by it)."""
+    return time.perf_counter if sys.platform == "win32" else time.thread_time
+
+
+_PROBE_CLOCK = _probe_clock()
+
+
 class _Probe:
     """The probe model and a one-thread context, loaded with llama.cpp's API."""
 
@@ -196,11 +206,11 @@ class _Probe:
         batch = Batch(len(ids), 1)
         try:
             batch.add_run(ids, pos, 0, logits_last=True)
-            start = time.thread_time()
+            start = _PROBE_CLOCK()
             if batch.decode(self.ctx) != 0:
                 raise RuntimeError("llama_decode failed on the probe model")
             self.lib.llama_synchronize(self.ctx)
-            return time.thread_time() - start
+            return _PROBE_CLOCK() - start
         finally:
             batch.free()
 
@@ -270,6 +280,8 @@ def measure(budget_s: float = 1.1, max_rounds: int = 3) -> CoreRate:
                     break  # the next round would end past the budget
         finally:
             probe.free()
+    if not (best_p > 0 and best_d > 0):
+        raise RuntimeError("the probe's clock counted no time for a token")
     rate = CoreRate(prefill_gflops=prefill_gflops(best_p, N_LAYERS, PREFILL_TOKENS),
                     decode_gbps=decode_gbps(best_d, N_LAYERS, DECODE_TOKENS / 2),
                     seconds=time.perf_counter() - start, rounds=done)

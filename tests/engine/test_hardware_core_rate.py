@@ -142,3 +142,20 @@ def test_a_child_that_writes_much_to_stderr_is_still_read() -> None:
     chatty = f"import sys; sys.stderr.write('log line\\n' * 100000); print({good!r})"
     rate = core_rate.measure_in_child(timeout_s=20, command=[sys.executable, "-c", chatty])
     assert rate is not None and rate.prefill_gflops == 99.5
+
+
+def test_windows_times_probe_tokens_by_the_wall_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Windows counts a thread's CPU time in 15.6 ms ticks, longer than a probe token
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert core_rate._probe_clock() is time.perf_counter
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert core_rate._probe_clock() is time.thread_time
+
+
+def test_a_clock_that_counts_no_time_is_a_clear_probe_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the real probe model and engine, timed by a clock that never moves (as Windows'
+    # thread clock did for a token): an error the caller handles, not ZeroDivisionError
+    monkeypatch.setattr(core_rate, "_PROBE_CLOCK", lambda: 1.0)
+    with pytest.raises(RuntimeError, match="counted no time"):
+        core_rate.measure(budget_s=0.1, max_rounds=1)
