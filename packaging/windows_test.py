@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Install the Windows installer under wine into a clean prefix, run it, uninstall it.
+
+    python3 packaging/windows_test.py dist/Loadout-0.1.0-setup.exe [--keep]
+
+(``python3 packaging/build.py --target windows`` runs it after building.) Steps, each
+checked:
+
+1. a fresh wine prefix (a temporary folder), set up as a test rig only: Windows 10, the
+   ``ProcessPrng`` shim, ``QT_QPA_PLATFORM=offscreen`` in its registry (see ``wine.py``);
+2. a silent all-users install (``/VERYSILENT /ALLUSERS``): the program files, the
+   Start-menu entries and the uninstaller are where Windows keeps them;
+3. the installed ``loadout-cli.exe --self-test`` (output read through a pipe): exit 0 and
+   ``self-test passed``;
+4. the silent uninstall: the program folder, the Start-menu entries and the uninstall key
+   are gone.
+
+Prints one JSON record; exit 0 only when every step passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from wine import Wine, windows_path  # noqa: E402
+
+APP_DIR = "Program Files/Loadout"
+APP_DIR_WIN = r"C:\Program Files\Loadout"
+START_MENU = "ProgramData/Microsoft/Windows/Start Menu/Programs/Loadout"
+UNINSTALL_KEY = (r"HKLM\Software\Microsoft\Windows\CurrentVersion\Uninstall"
+                 r"\{6B8F4C1E-6E52-4C5B-9A3C-6F1D2A7E9B40}_is1")
+SILENT = ["/VERYSILENT", "/SUPPRESSMSGBOXES", "/NORESTART"]
+
+
+@dataclass
+class Report:
+    """What each step found; ``passed`` only when every check held."""
+
+    steps: dict[str, dict[str, object]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+    def check(self, ok: bool, what: str) -> bool:
+        if not ok:
+            self.failures.append(what)
+            print(f"FAILED: {what}", flush=True)
+        return ok
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def prepare(wine: Wine) -> None:
+    """A clean prefix set up as the test rig (nothing of this goes into the product)."""
+    wine.init()
+    wine.add_processprng_shim()
+    wine.set_environment({"QT_QPA_PLATFORM": "offscreen"})
+
+
+def install(wine: Wine, setup: Path, report: Report) -> None:
+    """Silent all-users install (a per-user one fails under wine: ``{autopf}``)."""
+    started = time.monotonic()
+    proc = wine.run([windows_path(setup), *SILENT, "/ALLUSERS",
+                     r"/LOG=C:\loadout-install.log"], timeout=1200)
+    wine.wait()
+    app = wine.drive_c / APP_DIR
+    report.steps["install"] = {"exit": proc.returncode,
+                               "s": round(time.monotonic() - started, 1),
+                               "files": sum(1 for p in app.rglob("*") if p.is_file())}
+    report.check(proc.returncode == 0, f"the installer exited {proc.returncode}")
+    for name in ("loadout-cli.exe", "Loadout.exe", "unins000.exe",
+                 "_internal/engines/cpu/engine.json"):
+        report.check((app / name).is_file(), f"{APP_DIR}/{name} installed")
+    for name in ("Loadout.lnk", "Loadout self-test.lnk", "Uninstall Loadout.lnk"):
+        report.check((wine.drive_c / START_MENU / name).is_file(), f"Start menu {name}")
+    query = wine.run(["reg", "query", UNINSTALL_KEY], timeout=120)
+    report.check(query.returncode == 0, "the uninstall entry in the registry")
+
+
+def self_test(wine: Wine, report: Report) -> str:
+    """The installed ``loadout-cli.exe --self-test``; returns its output."""
+    started = time.monotonic()
+    proc = wine.run([APP_DIR_WIN + r"\loadout-cli.exe", "--self-test"], timeout=900)
+    wall = round(time.monotonic() - started, 1)
+    output = proc.stdout
+    report.steps["self_test"] = {"exit": proc.returncode, "s": wall, "stdout": output,
+                                 "stderr_tail": proc.stderr[-3000:]}
+    report.check(proc.returncode == 0, f"--self-test exited {proc.returncode}")
+    report.check("self-test passed" in output, "--self-test printed 'self-test passed'")
+    report.check("Paris" in output, "the demo model answered (Paris)")
+    return output
+
+
+def uninstall(wine: Wine, report: Report) -> None:
+    """Silent uninstall; the program folder, shortcuts and uninstall key must be gone."""
+    started = time.monotonic()
+    proc = wine.run([APP_DIR_WIN + r"\unins000.exe", *SILENT], timeout=900)
+    wine.wait()
+    app = wine.drive_c / APP_DIR
+    left = sorted(str(p.relative_to(app)) for p in app.rglob("*")) if app.exists() else []
+    report.steps["uninstall"] = {"exit": proc.returncode,
+                                 "s": round(time.monotonic() - started, 1), "left": left[:20]}
+    report.check(proc.returncode == 0, f"the uninstaller exited {proc.returncode}")
+    report.check(not app.exists(), f"{APP_DIR} removed (left: {left[:5]})")
+    report.check(not (wine.drive_c / START_MENU).exists(), "Start-menu folder removed")
+    query = wine.run(["reg", "query", UNINSTALL_KEY], timeout=120)
+    report.check(query.returncode != 0, "the uninstall entry removed from the registry")
+
+
+def run(setup: Path, keep: bool = False) -> Report:
+    """Every step above in a new prefix (removed afterwards unless ``keep``)."""
+    report = Report()
+    prefix = Path(tempfile.mkdtemp(prefix="loadout-wine-test-"))
+    wine = Wine(prefix)
+    try:
+        prepare(wine)
+        install(wine, setup, report)
+        if report.passed:
+            self_test(wine, report)
+        uninstall(wine, report)
+    finally:
+        wine.kill()
+        if keep:
+            print(f"prefix kept: {prefix}", flush=True)
+        else:
+            shutil.rmtree(prefix, ignore_errors=True)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    parser = argparse.ArgumentParser(description="Test the Windows installer under wine.")
+    parser.add_argument("setup", type=Path, help="Loadout-<version>-setup.exe")
+    parser.add_argument("--keep", action="store_true", help="keep the wine prefix")
+    args = parser.parse_args(argv)
+    report = run(args.setup.resolve(), args.keep)
+    print(json.dumps({"passed": report.passed, "failures": report.failures,
+                      "steps": report.steps}, indent=2), flush=True)
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
