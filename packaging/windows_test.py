@@ -7,12 +7,16 @@
 checked:
 
 1. a fresh wine prefix (a temporary folder), set up as a test rig only: Windows 10, the
-   ``ProcessPrng`` shim, ``QT_QPA_PLATFORM=offscreen`` in its registry (see ``wine.py``);
+   null graphics driver, the ``ProcessPrng`` shim, ``QT_QPA_PLATFORM=offscreen`` in its
+   registry (see ``wine.py``);
 2. a silent all-users install (``/VERYSILENT /ALLUSERS``): the program files, the
    Start-menu entries and the uninstaller are where Windows keeps them;
 3. the installed ``loadout-cli.exe --self-test`` (output read through a pipe): exit 0 and
    ``self-test passed``;
-4. the silent uninstall: the program folder, the Start-menu entries and the uninstall key
+4. the installed ``Loadout.exe`` started offscreen for the first time
+   (:func:`first_start`): it starts its engine on the bundled demo model, which reports
+   itself loaded; killing the app ends the engine too;
+5. the silent uninstall: the program folder, the Start-menu entries and the uninstall key
    are gone.
 
 Prints one JSON record; exit 0 only when every step passed.
@@ -22,10 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +71,7 @@ class Report:
 def prepare(wine: Wine) -> None:
     """A clean prefix set up as the test rig (nothing of this goes into the product)."""
     wine.init()
+    wine.use_null_display()
     wine.add_processprng_shim()
     wine.set_environment({"QT_QPA_PLATFORM": "offscreen"})
 
@@ -83,7 +92,7 @@ def install(wine: Wine, setup: Path, report: Report) -> None:
         report.check((app / name).is_file(), f"{APP_DIR}/{name} installed")
     for name in ("Loadout.lnk", "Loadout self-test.lnk", "Uninstall Loadout.lnk"):
         report.check((wine.drive_c / START_MENU / name).is_file(), f"Start menu {name}")
-    query = wine.run(["reg", "query", UNINSTALL_KEY], timeout=120)
+    query = wine.run(["reg", "query", UNINSTALL_KEY, "/reg:64"], timeout=120)
     report.check(query.returncode == 0, "the uninstall entry in the registry")
 
 
@@ -101,6 +110,65 @@ def self_test(wine: Wine, report: Report) -> str:
     return output
 
 
+def _engine_health(port: int) -> dict[str, object] | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as reply:
+            return dict(json.loads(reply.read()))
+    except (OSError, ValueError):
+        return None
+
+
+def _wait(condition: Callable[[], object], timeout_s: float) -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(1)
+    return None
+
+
+def first_start(wine: Wine, report: Report) -> None:
+    """The installed ``Loadout.exe`` opened offscreen for the first time (Journey 1's
+    start, without the typing: nothing outside can give an offscreen Qt window input).
+
+    Checked: the app starts its engine on the bundled demo model at once; the engine
+    answers ``/health`` as loaded; when the app is killed, its engine ends too (no
+    orphan keeps the model's memory).
+    """
+    started = time.monotonic()
+    home = Path(tempfile.mkdtemp(prefix="loadout-wine-home-"))
+    log = home / "logs" / "loadout.log"
+    app = subprocess.Popen(["wine", APP_DIR_WIN + r"\Loadout.exe"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL,
+                           env=wine.env({"LOADOUT_HOME": windows_path(home)}))
+    try:
+        line = _wait(lambda: next((ln for ln in (log.read_text(errors="replace").splitlines()
+                                                 if log.is_file() else [])
+                                   if "starting the engine:" in ln), ""), 180)
+        port = re.search(r"--port (\d+)", str(line or ""))
+        health = _wait(lambda: port and (_engine_health(int(port.group(1))) or {}).get(
+            "status") == "ok" and _engine_health(int(port.group(1))), 300)
+        step: dict[str, object] = {"engine_command": str(line or "").split(": ", 1)[-1],
+                                   "health": health, "ready_s":
+                                   round(time.monotonic() - started, 1)}
+        report.steps["first_start"] = step
+        if report.check(bool(line), "the app started its engine at once") and port:
+            report.check("_internal\\models\\SmolLM2" in str(line),
+                         "the engine serves the bundled demo model")
+            report.check(bool(health), f"the engine answered /health as loaded: {health}")
+        wine.run(["taskkill", "/F", "/IM", "Loadout.exe"], timeout=120)
+        if port:
+            gone = _wait(lambda: _engine_health(int(port.group(1))) is None, 60)
+            step["engine_gone_after_app_killed"] = bool(gone)
+            report.check(bool(gone), "the engine ended with the app (no orphan)")
+    finally:
+        wine.run(["taskkill", "/F", "/IM", "loadout-cli.exe"], timeout=120)
+        app.kill()
+        app.wait(30)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def uninstall(wine: Wine, report: Report) -> None:
     """Silent uninstall; the program folder, shortcuts and uninstall key must be gone."""
     started = time.monotonic()
@@ -113,7 +181,7 @@ def uninstall(wine: Wine, report: Report) -> None:
     report.check(proc.returncode == 0, f"the uninstaller exited {proc.returncode}")
     report.check(not app.exists(), f"{APP_DIR} removed (left: {left[:5]})")
     report.check(not (wine.drive_c / START_MENU).exists(), "Start-menu folder removed")
-    query = wine.run(["reg", "query", UNINSTALL_KEY], timeout=120)
+    query = wine.run(["reg", "query", UNINSTALL_KEY, "/reg:64"], timeout=120)
     report.check(query.returncode != 0, "the uninstall entry removed from the registry")
 
 
@@ -127,6 +195,7 @@ def run(setup: Path, keep: bool = False) -> Report:
         install(wine, setup, report)
         if report.passed:
             self_test(wine, report)
+            first_start(wine, report)
         uninstall(wine, report)
     finally:
         wine.kill()

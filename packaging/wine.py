@@ -13,7 +13,9 @@ product (see ``packaging/README.md``, "Windows installer"):
 - wine does not pass ``QT_*`` variables from Linux to Windows programs:
   :meth:`Wine.set_environment` writes them into the prefix's registry instead;
 - a console program's standard output redirected to a file is lost: :meth:`Wine.run`
-  always reads it through a pipe.
+  always reads it through a pipe;
+- without an X display the installer cannot create its (hidden) wizard window, even when
+  silent: :meth:`Wine.use_null_display` selects wine's null graphics driver.
 """
 
 from __future__ import annotations
@@ -122,6 +124,15 @@ class Wine:
         for name, value in values.items():
             self.run(["reg", "add", ENV_KEY, "/v", name, "/t", "REG_SZ", "/d", value, "/f"],
                      check=True, timeout=120)
+        self.wait()
+
+    def use_null_display(self) -> None:
+        """Wine's null graphics driver: windows exist, nothing is drawn, no X server is
+        needed. (Without a display wine cannot create the installer's hidden wizard
+        window, and even a /VERYSILENT setup fails: "Error reading
+        FPreparingMemo.Lines.Strings: A call to an OS function failed".)"""
+        self.run(["reg", "add", r"HKEY_CURRENT_USER\Software\Wine\Drivers", "/v",
+                  "Graphics", "/t", "REG_SZ", "/d", "null", "/f"], check=True, timeout=120)
         self.wait()
 
     def add_processprng_shim(self, compiler: str = "x86_64-w64-mingw32-gcc-posix") -> Path:
