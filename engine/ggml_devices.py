@@ -9,6 +9,7 @@ are kept out of ggml's registry and looked up here by name (:func:`device_handle
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -49,9 +50,29 @@ def linked_library(stem: str) -> Any:
     return load_shared_library(stem, libggml_base_path)
 
 
+class _Libraries:
+    """Functions looked up in each library in turn: a Windows DLL exports only its own
+    (ggml's registry is in ggml.dll, the device functions in ggml-base.dll)."""
+
+    def __init__(self, *libs: Any) -> None:
+        self._libs = libs
+
+    def __getattr__(self, name: str) -> Any:
+        for lib in self._libs:
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                continue
+            setattr(self, name, fn)
+            return fn
+        raise AttributeError(name)
+
+
 @cache
 def _lib() -> Any:
-    lib = linked_library("ggml")
+    lib: Any = linked_library("ggml")
+    if sys.platform == "win32":
+        lib = _Libraries(lib, linked_library("ggml-base"))
     lib.ggml_backend_dev_count.argtypes = []
     lib.ggml_backend_dev_count.restype = ctypes.c_size_t
     lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]

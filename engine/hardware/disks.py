@@ -94,6 +94,8 @@ def block_device(folder: Path, sys_root: Path = Path("/sys"),
         st = os.stat(folder)
     except OSError:
         return BlockDevice("", DiskKind.UNKNOWN, notes=("folder_missing",))
+    if sys.platform == "win32":  # no device numbers there (h32p's fix is the real one)
+        return BlockDevice("", DiskKind.UNKNOWN, notes=("device_unknown",))
     major, minor = os.major(st.st_dev), os.minor(st.st_dev)
     entry = sys_root / "dev" / "block" / f"{major}:{minor}"
     if major != 0 and entry.exists():
