@@ -107,9 +107,19 @@ class Wine:
                             f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
         return proc
 
-    def wait(self) -> None:
-        """Wait until every program of the prefix has ended (``wineserver -w``)."""
-        subprocess.run(["wineserver", "-w"], env=self.env(), check=False, timeout=600)
+    def wait(self, timeout: float = 600) -> bool:
+        """Wait until every program of the prefix has ended (``wineserver -w``).
+
+        Returns False (after ending them all) when some are still running after
+        ``timeout`` seconds.
+        """
+        try:
+            subprocess.run(["wineserver", "-w"], env=self.env(), check=False,
+                           timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return False
+        return True
 
     def kill(self) -> None:
         """End every program of the prefix (``wineserver -k``)."""
