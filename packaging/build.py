@@ -268,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--skip-self-test", action="store_true")
+    parser.add_argument("--target", choices=("host", "windows"), default="host",
+                        help="windows: the Windows installer, built and tested under wine")
     args = parser.parse_args(argv)
     started = time.monotonic()
     ensure_pyinstaller()

@@ -204,6 +204,17 @@ def test_windows_pins_are_within_the_projects_own_ranges() -> None:
             assert wanted[name].specifier.contains(version), (name, version)
 
 
+def test_checkout_is_put_on_the_embeddable_pythons_path(tmp_path: Path) -> None:
+    """The spec's collect_submodules runs in a child of the prefix's Python, which ignores
+    PYTHONPATH: a .pth file in its site-packages is what makes the project importable."""
+    exe = tmp_path / "python311" / "python.exe"
+    (exe.parent / "Lib" / "site-packages").mkdir(parents=True)
+    pth = windows_build.link_checkout(exe)
+    assert pth.parent == exe.parent / "Lib" / "site-packages" and pth.suffix == ".pth"
+    assert pth.read_text().strip() == windows_path(ROOT)
+    assert (ROOT / "loadout" / "cli.py").is_file()  # what that path makes importable
+
+
 def test_wine_paths_are_the_z_drive() -> None:
     assert windows_path("/work/dist/setup.exe") == "Z:\\work\\dist\\setup.exe"
 
