@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from app import engine_job
 
 DEFAULT_SECONDS = 60.0
 _RUN_LINE = re.compile(r"^run (\d+): prefill ([\d.]+) t/s, decode ([\d.]+) t/s")
@@ -38,10 +39,13 @@ class RunProgress:
 
 
 def command(model: str = "demo", extra: Sequence[str] = ()) -> list[str]:
-    """The calibration's command line (the app's own interpreter); ``extra`` after the
-    default ``--seconds``, so it may shorten the run."""
-    return [sys.executable, "-m", "loadout", "calibrate", model, "--seconds",
-            f"{DEFAULT_SECONDS:g}", "--json", *extra]
+    """The calibration's command line (the app's own interpreter, or a frozen bundle's
+    console executable, whose output the app reads); ``extra`` after the default
+    ``--seconds``, so it may shorten the run."""
+    from engine.engine_select import loadout_command
+
+    return [*loadout_command(), "calibrate", model, "--seconds", f"{DEFAULT_SECONDS:g}",
+            "--json", *extra]
 
 
 def measure(argv: Sequence[str], progress: Callable[[RunProgress], None],
@@ -51,6 +55,7 @@ def measure(argv: Sequence[str], progress: Callable[[RunProgress], None],
     start = time.monotonic()
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True)
+    engine_job.contain(proc.pid)  # Windows: the model it loads ends with the app
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read() if proc.stdout
                                                         else ""), daemon=True)

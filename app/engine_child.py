@@ -5,7 +5,9 @@ process before it becomes the engine. It starts :mod:`engine.parent_watch` on th
 lifeline pipe (read end ``FD``, inherited; the app holds the write end for its whole
 life, so the pipe ends when the app does, however it ends), asks Linux to also send
 SIGTERM when the parent dies, then runs ``loadout serve`` in this same process, where the
-watch keeps running. Windows starts the engine directly (see :func:`wrapper_arguments`).
+watch keeps running. Windows passes no pipe (``-m app.engine_child -m loadout ...``): the
+watch waits on the app's process, named by ``LOADOUT_APP_PID``, and the app puts the
+engine in a Job Object that ends with it (``app.engine_job``).
 
 No Qt here.
 """
@@ -13,6 +15,7 @@ No Qt here.
 from __future__ import annotations
 
 import ctypes
+import io
 import os
 import runpy
 import signal
@@ -26,7 +29,8 @@ _lifeline: tuple[int, int] | None = None  # (read end, write end), made once per
 
 
 def supported() -> bool:
-    """Whether the engine can be tied to the app's life here (POSIX systems)."""
+    """Whether the app's lifeline pipe is passed to the engine here (POSIX systems; on
+    Windows the engine watches the app's process instead)."""
     return os.name == "posix"
 
 
@@ -42,7 +46,10 @@ def lifeline_fd() -> int:
 
 
 def wrapper_arguments() -> list[str]:
-    """The arguments that put this wrapper before the engine's own (none where unsupported)."""
+    """The arguments that put this wrapper before the engine's own (with the lifeline pipe
+    on POSIX, without it on Windows; none elsewhere)."""
+    if sys.platform == "win32":
+        return ["-m", "app.engine_child"]
     if not supported():
         return []
     return ["-m", "app.engine_child", LIFELINE, str(lifeline_fd())]
@@ -67,6 +74,19 @@ def split_lifeline(argv: list[str]) -> tuple[int | None, list[str]]:
     return None, argv
 
 
+def utf8_pipes() -> None:
+    """Write stdout and stderr as UTF-8 when they are pipes, as the app reads them.
+
+    Windows writes a pipe in the ANSI code page (cp1252 ...): a model path or a message
+    with other characters would reach the app garbled, or fail to print at all.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        if (isinstance(stream, io.TextIOWrapper) and encoding != "utf8"
+                and not stream.isatty()):
+            stream.reconfigure(encoding="utf-8", errors="replace")
+
+
 def tie_to_parent(argv: list[str]) -> list[str]:
     """Tie this process to its parent (``[--lifeline FD]`` from ``argv``); the rest of argv.
 
@@ -76,6 +96,7 @@ def tie_to_parent(argv: list[str]) -> list[str]:
     from engine.parent_watch import watch_parent
 
     fd, rest = split_lifeline(argv)
+    utf8_pipes()
     if sys.platform.startswith("linux"):
         _die_with_parent()
     expected = os.environ.get(PARENT_ENV)
@@ -89,6 +110,10 @@ def main(argv: list[str]) -> None:
     if len(rest) >= 2 and rest[0] == "-m":
         sys.argv = [rest[1], *rest[2:]]
         runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
+        return
+    if len(rest) >= 2 and rest[0] == "-c":  # in this process, where the watch runs
+        sys.argv = ["-c", *rest[2:]]
+        exec(compile(rest[1], "<string>", "exec"), {"__name__": "__main__"})
         return
     os.execv(sys.executable, [sys.executable, *rest])
 

@@ -179,5 +179,12 @@ def key_environment(binding: Binding, app_key: str | None = None) -> dict[str, s
 
 
 def python_executable() -> str:
-    """The interpreter that runs the engine (the app's own)."""
+    """The interpreter that runs the engine: the app's own, or in a frozen bundle its
+    console executable (``loadout-cli`` beside the windowed ``Loadout`` on Windows and
+    macOS), whose standard output and error are the pipes the app reads; it takes the
+    same ``-m`` arguments."""
+    if getattr(sys, "frozen", False):
+        from engine.engine_select import loadout_command
+
+        return loadout_command()[0]
     return sys.executable

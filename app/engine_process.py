@@ -18,12 +18,14 @@ import dataclasses
 import json
 import logging
 import os
+import sys
 from collections import deque
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
+from app import engine_job
 from app.engine_child import PARENT_ENV, wrapper_arguments
 from app.engine_client import Endpoint, EngineHttpError, post_json
 from app.engine_launch import (
@@ -48,6 +50,17 @@ LOG_LINES = 40
 STOP_GRACE_MS = 5000
 STATES = ("unloaded", "loading", "ready", "stopping", "crashed")
 ACCESS_TIMEOUT_S = 5.0
+
+
+def ask_to_stop(process: QProcess) -> None:
+    """Ask the engine to stop: SIGTERM (the server shuts down cleanly) on POSIX. On Windows
+    ``terminate()`` posts WM_CLOSE, which a console process never receives, so the engine
+    would hold its memory for the whole grace period: it is ended at once (it keeps
+    nothing that a clean stop would save)."""
+    if sys.platform == "win32":
+        process.kill()
+    else:
+        process.terminate()
 
 
 def _repo_root() -> Path:
@@ -125,6 +138,7 @@ class EngineProcess(QObject):
         process.readyReadStandardError.connect(self._on_process_stderr)
         process.finished.connect(self._on_process_finished)
         process.errorOccurred.connect(self._on_process_error)
+        process.started.connect(self._on_process_started)
         self._process = process
         self.endpoint = Endpoint(f"http://{LOOPBACK}:{self.port}", api_key=self.app_key)
         self.pinned = library_model_id(spec.model_path) if self.library else None
@@ -172,7 +186,7 @@ class EngineProcess(QObject):
             return
         self._set_state("stopping")
         self.poller.stop()
-        process.terminate()
+        ask_to_stop(process)
         process_ref = process
 
         def force() -> None:
@@ -193,7 +207,7 @@ class EngineProcess(QObject):
         if process is None:
             return
         self.state = "stopping"
-        process.terminate()
+        ask_to_stop(process)
         if not process.waitForFinished(STOP_GRACE_MS):
             process.kill()
             process.waitForFinished(STOP_GRACE_MS)
@@ -261,6 +275,11 @@ class EngineProcess(QObject):
         if isinstance(progress, int | float):
             self.load_progress = float(progress)
             self.sig_load_progressed.emit(self.load_progress)
+
+    def _on_process_started(self) -> None:
+        pid = self.pid()
+        if pid is not None:
+            engine_job.contain(pid)  # Windows: ends with the app, however the app ends
 
     def _on_process_error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart:

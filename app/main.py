@@ -58,6 +58,8 @@ from planner.projector import ProjectorProfile
 
 log = logging.getLogger(__name__)
 
+REFINE_DELAY_MS = 60_000  # the daily background measuring waits this long after start
+
 ICON = Path(__file__).resolve().parent.parent / "assets" / "loadout.svg"
 PAGES: tuple[str, ...] = ("home", "models", "plan", "chat", "server", "settings")
 _ICONS = {
@@ -371,6 +373,18 @@ class MainWindow(QMainWindow):
 
     def _on_detected(self, inventory: Inventory) -> None:
         self.set_detected(inventory)
+        folders = tuple(Path(f) for f in self.state.settings.model_folders)
+
+        def refine(job: Job) -> Inventory | None:  # once a day at most, never in the way
+            return services.refine_machine(job, inventory, folders)
+
+        # after the start-up's own work (the model it loads), not in its way
+        QTimer.singleShot(REFINE_DELAY_MS, self, lambda: self.runner.submit(
+            "refine", refine, self._on_refined))
+
+    def _on_refined(self, inventory: Inventory | None) -> None:
+        if inventory is not None and self.state.detected is not None:
+            self.state.set_detected(inventory)
 
     def _on_detect_progress(self, value: object) -> None:
         if isinstance(value, tuple) and len(value) == 2:

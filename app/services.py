@@ -53,6 +53,23 @@ def detect_machine(job: Job, model_dirs: tuple[Path, ...] = ()) -> Inventory:
     return result
 
 
+def refine_machine(job: Job, detected: Inventory, model_dirs: tuple[Path, ...] = ()
+                   ) -> Inventory | None:
+    """The daily background pass after ``detected`` (this machine's detection): when a
+    figure was taken while the machine was busy and not measured again for a day, measure
+    the RAM bandwidth and a CPU core's rates again (the best kept while still busy) and
+    return the new Inventory; None when nothing is due (the usual case: it reads one
+    small file)."""
+    from engine import hardware
+
+    if not hardware.refine_due(detected):
+        return None
+    log.info("measuring this machine again in the background (figures taken while busy)")
+    result: Inventory = hardware.detect(model_dirs=[Path(d) for d in model_dirs] or None,
+                                        refine=True, cancel=job.cancel_event)
+    return result
+
+
 WORKER_TIMEOUT_S = 3.0  # bound on each network call to a worker
 
 

@@ -83,6 +83,7 @@ def write_models(folder: Path) -> dict[str, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global TYPES
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
@@ -90,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--prefill", type=int, default=0,
                         help="measure prefill of a prompt of this many tokens instead")
+    parser.add_argument("--types", default=",".join(TYPES),
+                        help=f"weight types, {REFERENCE} first (e.g. Q4_K,MXFP4,Q4_1)")
     args = parser.parse_args(argv)
+    TYPES = tuple(t.strip().upper() for t in args.types.split(",") if t.strip())
+    if not TYPES or TYPES[0] != REFERENCE:
+        parser.error(f"--types must start with {REFERENCE}")
     if args.prefill:
         return prefill(args)
     os.environ.setdefault("LOADOUT_RUN_RECORDS", "off")

@@ -51,6 +51,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("cpu_bw", ("cpu_bw_fraction", "cpu_core_gbps"), 0.80, 0.5, 1.2),
     Knob("cpu_layer", ("cpu_layer_s", "cpu_layer_thread_s", "cpu_recurrent_layer_s"),
          40e-6, 0.25, 4.0),
+    Knob("hybrid", ("hybrid_arith_share",), 1.0, 0.25, 2.0),
 )
 K = {k.name: i for i, k in enumerate(KNOBS)}
 
@@ -63,6 +64,7 @@ TERMS: tuple[tuple[str, dict[str, int]], ...] = (
     ("metal_weights", {"metal_bw": -1}), ("metal_experts", {"metal_bw": -1, "expert": -1}),
     ("metal_layers", {"gpu_layer": 1}),
     ("host_reads", {"cpu_bw": -1}), ("host_layers", {"cpu_layer": 1}),
+    ("hybrid_host_arith", {"hybrid": 1}),
     ("fixed", {}),
 )
 T = {name: i for i, (name, _) in enumerate(TERMS)}
@@ -80,6 +82,7 @@ def row_terms(inventory: Inventory, speed: Speed) -> np.ndarray:
         gpu = gpu_of(inventory, d.device)
         if gpu is None:
             out[T["host_reads"]] += d.weights_s + d.experts_s + d.kv_s
+            out[T["hybrid_host_arith"]] += d.arith_s
             out[T["host_layers"]] += d.overhead_s
         elif gpu.remote:
             out[T["fixed"]] += d.total_s
@@ -202,3 +205,15 @@ def constants_for(theta: np.ndarray, base: SpeedConstants) -> SpeedConstants:
             assert name in names, name
             changes[name] = getattr(base, name) * math.exp(theta[j])
     return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def leave_source_out(rows: FitRows, sources: list[str], fitted: np.ndarray,
+                     shipped: SpeedConstants) -> np.ndarray:
+    """Each row's decode predicted by knobs fitted on the ``fitted`` rows of every *other*
+    source: a source's machine never teaches the model its own rows."""
+    out = np.zeros(len(rows.measured))
+    for source in sorted(set(sources)):
+        mine = np.array([s == source for s in sources])
+        theta = fit(rows.take(fitted & ~mine), shipped)
+        out[mine] = rows.take(mine).predict(theta)
+    return out

@@ -7,7 +7,11 @@ process activates it, lists the devices its ggml sees and reports the number of 
 answer is kept in the config folder per build and driver, and asked again when either
 changes.
 
-    python -m engine.engine_probe ENGINE_FOLDER      # prints {"gpus": N}
+    python -m engine.engine_probe ENGINE_FOLDER      # prints {"gpus": N, "backends": [...]}
+
+``backends`` are those ggml registered (``CUDA`` is there on a machine without an NVIDIA
+GPU too, when the build's libraries load): what a release check of a GPU build can see on
+a runner without that GPU.
 """
 
 from __future__ import annotations
@@ -102,10 +106,12 @@ def gpu_count() -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Activate the build in ``argv[0]`` and print ``{"gpus": N}``."""
+    """Activate the build in ``argv[0]`` and print ``{"gpus": N, "backends": [...]}``."""
+    from engine.ggml_devices import engine_backends
+
     folder = Path(argv[0])
     activate(EngineBuild(backend=folder.name, folder=folder))
-    print(json.dumps({"gpus": gpu_count()}), flush=True)
+    print(json.dumps({"gpus": gpu_count(), "backends": engine_backends()}), flush=True)
     return 0
 
 

@@ -9,9 +9,10 @@ are kept out of ggml's registry and looked up here by name (:func:`device_handle
 from __future__ import annotations
 
 import ctypes
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
+from pathlib import Path
 from typing import Any
 
 DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
@@ -28,6 +29,88 @@ class EngineDevice:
     free_bytes: int
     total_bytes: int
     max_tensor_bytes: int = 0   # largest tensor its kernels take (0: no limit found)
+
+
+# Where ggml's functions live differs by OS: on Linux and macOS the registry library
+# (``ggml``) links ``ggml-base``, and a symbol lookup on it also searches what it links;
+# a Windows DLL exports only its own functions (``ggml.dll`` has the registry's few,
+# ``ggml-base.dll`` the device and tensor API). The engine's functions are looked up in
+# these libraries in turn, then in the backends' own.
+CORE_LIBRARIES = ("ggml", "ggml-base")
+
+
+def library_files(folder: Path, stem: str) -> list[Path]:
+    """The files of the ggml library ``stem`` in ``folder``, preferred first: the
+    versioned name libllama links (``libggml.so.0``), then the plain one, on every OS."""
+    names = (f"lib{stem}.so.0", f"lib{stem}.0.dylib", f"lib{stem}.so", f"lib{stem}.dylib",
+             f"{stem}.dll", f"lib{stem}.dll")
+    return [folder / name for name in names if (folder / name).is_file()]
+
+
+def backend_stems(folder: Path) -> list[str]:
+    """The ggml backend libraries in ``folder`` (``ggml-cpu``, ``ggml-cuda`` ...)."""
+    stems = set()
+    for path in folder.glob("*ggml-*"):
+        stem = path.name.removeprefix("lib").split(".")[0]
+        if stem.startswith("ggml-") and stem not in CORE_LIBRARIES:
+            stems.add(stem)
+    return sorted(stems)
+
+
+class GgmlExports:
+    """ggml's functions, each found in whichever of ``libraries`` exports it.
+
+    ``libraries`` are ``(stem, load)`` pairs, searched in order; each library is loaded
+    (``load()``) only when a function is not found in those before it. An attribute
+    returns the ctypes function of the first library that has it, the same object every
+    time, so its ``argtypes`` stay set.
+
+    Raises (on attribute access):
+        AttributeError: no library exports the function (the message names them all).
+        OSError: a library that had to be searched does not load.
+    """
+
+    def __init__(self, libraries: list[tuple[str, Callable[[], Any]]]) -> None:
+        self._libraries = libraries
+        self._loaded: dict[str, Any] = {}
+
+    def library(self, stem: str) -> Any:
+        """The library ``stem`` itself (loaded now if it was not)."""
+        if stem not in self._loaded:
+            load = dict(self._libraries)[stem]
+            self._loaded[stem] = load()
+        return self._loaded[stem]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        for stem, _load in self._libraries:
+            try:
+                function = getattr(self.library(stem), name)
+            except AttributeError:
+                continue
+            setattr(self, name, function)
+            return function
+        looked = ", ".join(stem for stem, _load in self._libraries) or "no library"
+        raise AttributeError(f"function {name!r} not found in the engine's ggml "
+                             f"libraries ({looked})")
+
+
+def folder_exports(folder: Path, loader: Callable[[str], Any] = ctypes.CDLL) -> GgmlExports:
+    """:class:`GgmlExports` over the ggml libraries in ``folder`` (core first, then the
+    backends'), each loaded by ``loader(path)`` when first needed.
+
+    Raises:
+        OSError: ``folder`` has no ggml library.
+    """
+    libraries: list[tuple[str, Callable[[], Any]]] = []
+    for stem in (*CORE_LIBRARIES, *backend_stems(folder)):
+        files = library_files(folder, stem)
+        if files:
+            libraries.append((stem, partial(loader, str(files[0]))))
+    if not libraries:
+        raise OSError(f"no ggml library in {folder}")
+    return GgmlExports(libraries)
 
 
 def linked_library(stem: str) -> Any:
@@ -50,35 +133,20 @@ def linked_library(stem: str) -> Any:
     return load_shared_library(stem, libggml_base_path)
 
 
-class _Libraries:
-    """Functions looked up in each library in turn: a Windows DLL exports only its own
-    (ggml's registry is in ggml.dll, the device functions in ggml-base.dll)."""
+def linked_exports() -> GgmlExports:
+    """:class:`GgmlExports` over the engine's ggml libraries as libllama links them."""
+    from llama_cpp._ggml import libggml_base_path
 
-    def __init__(self, *libs: Any) -> None:
-        self._libs = libs
-
-    def __getattr__(self, name: str) -> Any:
-        for lib in self._libs:
-            try:
-                fn = getattr(lib, name)
-            except AttributeError:
-                continue
-            setattr(self, name, fn)
-            return fn
-        raise AttributeError(name)
+    stems = (*CORE_LIBRARIES, *backend_stems(libggml_base_path))
+    return GgmlExports([(stem, partial(linked_library, stem)) for stem in stems])
 
 
-@cache
-def _lib() -> Any:
-    lib: Any = linked_library("ggml")
-    if sys.platform == "win32":
-        lib = _Libraries(lib, linked_library("ggml-base"))
+def _typed(lib: Any) -> Any:
+    """Give the device functions every caller uses their C signatures; returns ``lib``."""
     lib.ggml_backend_dev_count.argtypes = []
     lib.ggml_backend_dev_count.restype = ctypes.c_size_t
     lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
     lib.ggml_backend_dev_get.restype = ctypes.c_void_p
-    lib.ggml_backend_dev_by_name.argtypes = [ctypes.c_char_p]
-    lib.ggml_backend_dev_by_name.restype = ctypes.c_void_p
     for fn in ("ggml_backend_dev_name", "ggml_backend_dev_description"):
         getattr(lib, fn).argtypes = [ctypes.c_void_p]
         getattr(lib, fn).restype = ctypes.c_char_p
@@ -87,6 +155,14 @@ def _lib() -> Any:
     lib.ggml_backend_dev_memory.restype = None
     lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
     lib.ggml_backend_dev_type.restype = ctypes.c_int
+    return lib
+
+
+@cache
+def _lib() -> Any:
+    lib = _typed(linked_exports())
+    lib.ggml_backend_dev_by_name.argtypes = [ctypes.c_char_p]
+    lib.ggml_backend_dev_by_name.restype = ctypes.c_void_p
     lib.ggml_backend_dev_buffer_type.argtypes = [ctypes.c_void_p]
     lib.ggml_backend_dev_buffer_type.restype = ctypes.c_void_p
     lib.ggml_backend_buft_name.argtypes = [ctypes.c_void_p]
@@ -124,6 +200,24 @@ def _enumerate(lib: Any) -> list[EngineDevice]:
             max_tensor_bytes=_max_tensor_bytes(lib, dev) if name.startswith("Vulkan") else 0,
         ))
     return devices
+
+
+def engine_backends() -> list[str]:
+    """The backends ggml registered in this engine build (``CPU``, ``CUDA``, ``RPC`` ...),
+    a GPU backend included when it found no device (a CUDA or ROCm build without a GPU)."""
+    return backend_names(_lib())
+
+
+def backend_names(lib: Any) -> list[str]:
+    """The names of the backend registrations ``lib`` (ggml's functions) holds."""
+    lib.ggml_backend_reg_count.argtypes = []
+    lib.ggml_backend_reg_count.restype = ctypes.c_size_t
+    lib.ggml_backend_reg_get.argtypes = [ctypes.c_size_t]
+    lib.ggml_backend_reg_get.restype = ctypes.c_void_p
+    lib.ggml_backend_reg_name.argtypes = [ctypes.c_void_p]
+    lib.ggml_backend_reg_name.restype = ctypes.c_char_p
+    return [_text(lib.ggml_backend_reg_name(lib.ggml_backend_reg_get(i)))
+            for i in range(int(lib.ggml_backend_reg_count()))]
 
 
 def host_free_bytes(total: int) -> int:
@@ -245,38 +339,19 @@ def _bare_lib() -> Any:
     """libggml loaded from llama-cpp-python's package folder *without* importing the
     package (which pulls in numpy and jinja2: most of a cold ``loadout detect``).
 
-    The same file llama_cpp loads later, so the process keeps one ggml either way.
+    The same files llama_cpp loads later, so the process keeps one ggml either way.
 
     Raises:
-        OSError: not on Linux/macOS, or the library is not where llama_cpp keeps it.
+        OSError: the library is not where llama_cpp keeps it, or does not load.
     """
     import importlib.util
-    import sys
-    from pathlib import Path
 
-    if not sys.platform.startswith(("linux", "darwin")):
-        raise OSError("the bare ggml load is only done on Linux and macOS")
     spec = importlib.util.find_spec("llama_cpp")
     folders = list(spec.submodule_search_locations or []) if spec else []
     for folder in folders:
-        for name in ("libggml.so.0", "libggml.0.dylib", "libggml.so", "libggml.dylib"):
-            path = Path(folder) / "lib" / name
-            if path.exists():
-                lib = ctypes.CDLL(str(path))
-                lib.ggml_backend_dev_count.argtypes = []
-                lib.ggml_backend_dev_count.restype = ctypes.c_size_t
-                lib.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
-                lib.ggml_backend_dev_get.restype = ctypes.c_void_p
-                for fn in ("ggml_backend_dev_name", "ggml_backend_dev_description"):
-                    getattr(lib, fn).argtypes = [ctypes.c_void_p]
-                    getattr(lib, fn).restype = ctypes.c_char_p
-                lib.ggml_backend_dev_memory.argtypes = [
-                    ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
-                    ctypes.POINTER(ctypes.c_size_t)]
-                lib.ggml_backend_dev_memory.restype = None
-                lib.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
-                lib.ggml_backend_dev_type.restype = ctypes.c_int
-                return lib
+        lib = Path(folder) / "lib"
+        if library_files(lib, "ggml"):
+            return _typed(folder_exports(lib))
     raise OSError("llama_cpp's ggml library was not found")
 
 

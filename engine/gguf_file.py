@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -31,7 +32,7 @@ _CACHE_MAX = 32
 
 def file_read_at(handle: BinaryIO) -> ReadAt:
     """A ``read_at(offset, size)`` over an open binary file (positioned reads)."""
-    if hasattr(os, "pread"):
+    if sys.platform != "win32":
         fd = handle.fileno()
 
         def pread_at(offset: int, size: int) -> bytes:

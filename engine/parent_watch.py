@@ -3,7 +3,10 @@
 The app holds the write end of a pipe for its whole life and its engine processes inherit
 the read end: when the app ends in any way (a crash, SIGKILL, a logout) the kernel closes
 the write end and a read here returns end-of-file at once. Where no such pipe was passed,
-the parent's process id is polled instead (a child whose parent died is given another).
+the parent's process id is polled instead (a child whose parent died is given another);
+on Windows, where an orphan keeps its dead parent's number, the parent's process itself is
+waited on (its handle is signalled when it ends; the app also puts its engines in a Job
+Object that Windows ends with it, ``app.engine_job``).
 Either way the engine is asked to stop (SIGTERM, so the server shuts down), and if it has
 not ended a few seconds later it ends at once, so a model's memory (a GPU's VRAM) is never
 held by an orphan.
@@ -15,9 +18,12 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
+
+import psutil
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +56,30 @@ def wait_for_new_parent(expected_ppid: int, interval_s: float = POLL_S) -> None:
         time.sleep(interval_s)
 
 
+def wait_for_exit(pid: int, interval_s: float = POLL_S) -> None:
+    """Block until process ``pid`` has ended (on Windows a wait on its handle, which the
+    kernel signals; elsewhere psutil polls).
+
+    Returns at once when no such process runs, or when the number now belongs to a
+    process started after this one: the parent has ended and its number was reused.
+    """
+    try:
+        process = psutil.Process(pid)
+        if process.create_time() > psutil.Process().create_time():
+            log.debug("process %d is younger than this one: not the parent", pid)
+            return
+        process.wait()
+    except psutil.NoSuchProcess:
+        return
+    except psutil.AccessDenied:  # no handle to wait on: ask, as the POSIX watch does
+        while process.is_running():
+            time.sleep(interval_s)
+
+
 def end_this_process(grace_s: float = GRACE_S) -> None:
     """Ask this process to stop (SIGTERM); if it still runs after ``grace_s``, end it."""
     log.warning("the app that started this engine is gone: stopping")
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError):  # on Windows this ends the process at once
         os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(grace_s)
     os._exit(0)
@@ -65,7 +91,7 @@ def watch_parent(fd: int | None, expected_ppid: int | None,
 
     Args:
         fd: the read end of the app's lifeline pipe (preferred), or None.
-        expected_ppid: the app's process id, polled when no ``fd`` is given, or None.
+        expected_ppid: the app's process id, watched when no ``fd`` is given, or None.
         on_gone: what to do then (default: stop this process within a few seconds).
 
     Returns:
@@ -78,7 +104,10 @@ def watch_parent(fd: int | None, expected_ppid: int | None,
         ppid = expected_ppid
 
         def wait() -> None:
-            wait_for_new_parent(ppid)
+            if sys.platform == "win32":  # an orphan's parent number never changes there
+                wait_for_exit(ppid)
+            else:
+                wait_for_new_parent(ppid)
     else:
         return None
 

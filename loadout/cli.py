@@ -11,15 +11,16 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from loadout.parser import build_parser
+from loadout.parser import build_parser, command_of
 
 __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``loadout`` console script. Returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=command_of(words))
+    args = parser.parse_args(words)
     from engine import engine_select, logs
     from engine.errors import EngineBuildError
 

@@ -16,10 +16,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from planner.cpu_rates import cpu_prefill_rate, cpu_type_rate
 from planner.memory import Placement
 from planner.profile import LayerKind, ModelProfile, TensorKind
 from planner.quant import is_iquant
-from planner.speed import HOST, DeviceLoad, cpu_prefill_rate, cpu_type_rate
+from planner.speed import HOST, DeviceLoad
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,8 @@ class LayerCosts:
     """Per block, for one context and KV type: bytes stored and KV read per token.
 
     ``kv`` is the block's cache for the whole context; ``kv_read`` what one token reads
-    of it at the requested depth.
+    of its attention cache at the requested depth; ``state_read`` what it reads and
+    writes of a recurrent block's state (a plain stream, not an attention kernel's read).
     """
 
     core: tuple[int, ...]
@@ -59,6 +61,7 @@ class LayerCosts:
     recurrent: tuple[bool, ...]
     nextn: tuple[bool, ...]
     attn_flops: tuple[int, ...] = ()  # a token's attention FLOPs per cached cell
+    state_read: tuple[float, ...] = ()
 
     def __len__(self) -> int:
         return len(self.core)
@@ -94,11 +97,12 @@ def layer_costs(t: LayerTable, kv_type: str, n_ctx: int, n_seq: int, depth: int,
         w = t.swa_window[i]
         cells = min(n_ctx, (w + 512) * n_seq) if w else n_ctx
         kv.append(int(per_cell * cells) + t.state[i] * n_seq if loaded[i] else 0)
-        kv_read.append(per_cell * (min(depth, w) if w else depth) + 2 * t.state[i])
+        kv_read.append(per_cell * (min(depth, w) if w else depth))
     return LayerCosts(
         core=tuple(c if ok else 0 for c, ok in zip(t.core, loaded, strict=True)),
         expert=tuple(e if ok else 0 for e, ok in zip(t.expert, loaded, strict=True)),
         kv=tuple(kv), kv_read=tuple(kv_read), recurrent=t.recurrent, nextn=t.nextn,
+        state_read=tuple(2.0 * s for s in t.state),
         attn_flops=tuple(f if ok else 0 for f, ok in zip(t.attn_flops, loaded, strict=True)))
 
 
@@ -322,8 +326,8 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     per_flop = 2 * 8 / (bpw or 4.5)
     # a prompt multiplies the blocks' matrices: their weights, from their own bits
     block_flop = 2 * 8 / (profile.block_bits_per_weight or bpw or 4.5)
-    # per device: weight, expert, kv, layers, recurrent, stored
-    acc: dict[str, list[float]] = {HOST: [0.0] * 6}
+    # per device: weight, expert, kv, layers, recurrent, stored, state
+    acc: dict[str, list[float]] = {HOST: [0.0] * 7}
     attn: dict[str, float] = {}  # per device: a token's attention FLOPs per cached cell
     hops: list[tuple[str, str]] = []
     current = HOST  # the input layer (token embedding lookup) is always on the CPU
@@ -335,7 +339,7 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
         if dev != current:
             hops.append((current, dev))
             current = dev
-        a = acc.get(dev) or acc.setdefault(dev, [0.0] * 6)
+        a = acc.get(dev) or acc.setdefault(dev, [0.0] * 7)
         if costs.attn_flops:
             attn[dev] = attn.get(dev, 0.0) + costs.attn_flops[i]
         core = costs.core[i]
@@ -344,10 +348,12 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
         a[3] += 1
         a[4] += costs.recurrent[i]
         a[5] += core
+        if costs.state_read:
+            a[6] += costs.state_read[i]
         expert = costs.expert[i]
         if expert:
             exp_dev = expert_devices[i]
-            e = acc.get(exp_dev) or acc.setdefault(exp_dev, [0.0] * 6)
+            e = acc.get(exp_dev) or acc.setdefault(exp_dev, [0.0] * 7)
             e[1] += expert * used
             e[5] += expert
             if exp_dev != dev:
@@ -358,7 +364,7 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
         hops.append((current, out_dev))
     # a tied output projects with the token embeddings: all of them are read per token
     out_bytes = profile.output_bytes + (profile.token_embd_bytes if profile.tied_output else 0)
-    o = acc.setdefault(out_dev, [0.0] * 6)
+    o = acc.setdefault(out_dev, [0.0] * 7)
     o[0] += out_bytes
     o[5] += out_bytes
     out_read = {out_dev: out_bytes}
@@ -367,14 +373,15 @@ def token_loads(profile: ModelProfile, costs: LayerCosts, placement: Placement,
     type_rate = cpu_type_rate(profile.quant_bytes or ((profile.file_type, 1),))
     prefill_rate = cpu_prefill_rate(profile.block_quant_bytes or ((profile.file_type, 1),))
     loads = []
-    for device, (w_read, e_read, kv_read, n_layers, n_recurrent, stored) in acc.items():
+    for device, (w_read, e_read, kv_read, n_layers, n_recurrent, stored, state) in acc.items():
         if not stored and not n_layers and device != HOST:
             continue
         resident = 1.0 - disk_fraction if device == HOST else 1.0
         disk = (w_read + e_read) * (1.0 - resident)
         loads.append(DeviceLoad(
             device=device, weight_bytes=w_read * resident, expert_bytes=e_read * resident,
-            kv_bytes=kv_read, layers=int(n_layers), recurrent_layers=int(n_recurrent),
+            kv_bytes=kv_read, state_bytes=state, layers=int(n_layers),
+            recurrent_layers=int(n_recurrent),
             stored_bytes=stored, disk_bytes=disk, disk_stored_bytes=stored * (1 - resident),
             flops=(w_read + e_read) * per_flop, iquant=iquant, cpu_type_rate=type_rate,
             cpu_prefill_rate=prefill_rate, attn_flops=attn.get(device, 0.0),

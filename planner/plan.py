@@ -18,6 +18,7 @@ from planner.advice import advise, find_bottleneck
 from planner.attention import choose_flash
 from planner.codes import Code
 from planner.engine_params import engine_params
+from planner.ggml_types import KvType
 from planner.inventory import Inventory
 from planner.machine_fit import calibrate, run_features
 from planner.plan_report import devices_of, reasons_of, software_notes, spills_of, warnings_of
@@ -195,6 +196,8 @@ def _kv_note(ctx: Context, best: Trial) -> Note:
 def _bigger_ubatch(ctx: Context, best: Trial) -> Trial:
     """With weights in RAM and a GPU, prefill copies them over PCIe per micro-batch: a
     larger micro-batch pays that copy 4x less often, if its buffers still fit."""
+    if ctx.request.n_ubatch:
+        return best  # the user's -ub
     pl = best.layout.placement
     on_gpu = any(d != HOST for d in pl.layer_devices)
     spilled = any(d == HOST for d in pl.layer_devices) or any(
@@ -218,10 +221,21 @@ def _kv_choice(ctx: Context, roles: tuple[GpuRole, ...], context: int) -> Trial:
         return f16
     best = f16
     for kv in ("q8_0", "q4_0"):
+        if not kv_rows_whole(ctx.profile, kv):
+            continue  # llama.cpp refuses the context
         t = trial(ctx, roles, kv, context)
         if _keeps_more(t, f16) and _score(ctx, t) > _score(ctx, best):
             best = t
     return best
+
+
+def kv_rows_whole(profile: ModelProfile, kv_type: str) -> bool:
+    """Whether every attention block's K and V rows are whole blocks of ``kv_type``:
+    llama.cpp refuses a quantized cache otherwise ("K cache type q8_0 with block size 32
+    does not divide n_embd_head_k=16")."""
+    block = KvType.of(kv_type).ggml.block_size
+    return all(d % block == 0 for la in profile.layers if la.n_head_kv
+               for d in (la.head_dim_k, la.head_dim_v) if d)
 
 
 def _gpu_weights(t: Trial) -> int:

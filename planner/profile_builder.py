@@ -160,8 +160,10 @@ def _recurrent_state(arch: str, md: dict[str, Any], n_embd: int, n_head: int) ->
 
 
 def _widths(part: str, shape: tuple[int, ...], widths: dict[str, int]) -> None:
-    """Record the FFN / recurrent widths a block tensor reveals."""
-    if len(shape) < 2:
+    """Record the FFN / recurrent widths a block tensor reveals (from its weight: a
+    bias of routed experts, as gpt-oss has, is ``(width, n_expert)`` and would give the
+    expert count as the width)."""
+    if len(shape) < 2 or part.endswith(".bias"):
         return
     if part.startswith("ffn_gate_up_exps"):
         widths["exp"] = shape[1] // 2

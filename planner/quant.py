@@ -39,17 +39,30 @@ def bits_of(profile: ModelProfile) -> float:
     return min(nominal, measured) if measured else nominal
 
 
+CODEBOOK_IQ = ("IQ1", "IQ2", "IQ3")
+
+
 def is_low_bit(profile: ModelProfile) -> bool:
     """True at <= ~3 bits per weight, where quality falls off a cliff."""
     return bits_of(profile) <= LOW_BITS
 
 
 def is_iquant(profile: ModelProfile) -> bool:
-    """True when most weight bytes are i-quants (IQ*), which CPUs dequantize slowly."""
-    if profile.file_type.upper().startswith(("IQ", "UD-IQ")):
+    """True when most weight bytes are codebook i-quants (IQ1_*, IQ2_*, IQ3_*), which
+    dequantize slowly (a lattice codebook and sign tables per group of weights).
+
+    IQ4_XS and IQ4_NL are not: a 16-entry table per weight, decoded like Q4_0. The
+    published IQ4_XS rows of the speed calibration (Qwen3.8-27B, 25 and 38 of 66 layers
+    on GPU, the rest on a laptop CPU) ran at the speed of their bytes; priced at the
+    codebook types' slowdown they were predicted 3x too slow.
+    """
+    def codebook(name: str) -> bool:
+        return name.upper().removeprefix("UD-").startswith(CODEBOOK_IQ)
+
+    if codebook(profile.file_type):
         return True
     total = sum(b for _, b in profile.quant_bytes)
-    iq = sum(b for t, b in profile.quant_bytes if t.upper().startswith("IQ"))
+    iq = sum(b for t, b in profile.quant_bytes if codebook(t))
     return total > 0 and iq > total / 2
 
 

@@ -114,6 +114,8 @@ class Request:
         tensor_split: share of the GPU layers per GPU, one number per GPU.
         kv_type: f16 / q8_0 / q4_0 for both K and V.
         flash_attn: flash attention pinned on or off (None: the planner's choice).
+        n_ubatch: llama.cpp ``-ub``, the micro-batch a prompt is computed in (None: the
+            planner's choice; it grows it when weights in RAM cross PCIe per batch).
         spec: a pinned speculation mode.
         draft_profile: the draft model's (or DFlash drafter's) profile when
             ``--draft-model`` is given.
@@ -145,6 +147,7 @@ class Request:
     tensor_split: tuple[float, ...] | None = None
     kv_type: str | None = None
     flash_attn: bool | None = None
+    n_ubatch: int | None = None
     spec: SpecRequest | None = None
     draft_profile: ModelProfile | None = None
     draft_path: str | None = None
@@ -167,6 +170,8 @@ class Request:
             raise ValueError(f"kv_type must be one of {', '.join(KV_TYPES)}")
         if self.depth < 0 or self.prompt_tokens < 0:
             raise ValueError("depth and prompt_tokens must be >= 0")
+        if self.n_ubatch is not None and self.n_ubatch < 1:
+            raise ValueError("n_ubatch must be >= 1")
 
     @property
     def pins_placement(self) -> bool:

@@ -19,7 +19,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from planner.ggml_types import GGML_TYPES_BY_NAME
+# the CPU's rates per weight type: priced here, imported from here by callers
+from planner.cpu_rates import CPU_BYTE_RATE as CPU_BYTE_RATE
+from planner.cpu_rates import CPU_PREFILL_ATTENTION_RATE as CPU_PREFILL_ATTENTION_RATE
+from planner.cpu_rates import CPU_PREFILL_RATE as CPU_PREFILL_RATE
+from planner.cpu_rates import KV_PAD as KV_PAD
+from planner.cpu_rates import _type_key as _type_key
+from planner.cpu_rates import cpu_prefill_rate as cpu_prefill_rate
+from planner.cpu_rates import cpu_type_rate as cpu_type_rate
+from planner.cpu_rates import prefill_kv_cells as prefill_kv_cells
 from planner.inventory import Backend, Gpu, Inventory
 from planner.request import SpecMode, TaskKind
 
@@ -67,6 +75,11 @@ class SpeedConstants:
     #   flash on 97.0 / 33.7 / 13.2 t/s at depth 0 / 1000 / 3000 (cost 8.0, 9.1), flash
     #   off 87.6 / 66.2 / 42.1 t/s (cost 1.4, 1.5)
     cpu_recurrent_layer_s: float = 1.2e-3  # SSM / delta-net layers on a CPU: compute-bound
+    hybrid_arith_share: float = 0.88       # a host part between a GPU's parts pays its
+    #   arithmetic on top of its reads, times this share (1: none of it hidden behind the
+    #   reads; fitted): the host computes each offloaded layer in a short burst while the
+    #   GPU waits, where a CPU-only token streams its layers back to back. The published
+    #   split rows were predicted 13-62% too fast on their host's reads alone
     hop_s: float = 25e-6                   # one activation hop between devices
     disk_fraction: float = 0.5             # of sequential read: page faults, small reads
     gpu_flops_fraction: float = 0.45       # of nominal FP16 TFLOPS in prefill
@@ -98,86 +111,6 @@ class SpeedConstants:
 
 CONSTANTS = SpeedConstants()
 
-# How fast one core decodes a weight type's bytes, relative to Q4_K's (what
-# ``cpu_core_gbps`` is calibrated on: the CPU rows are Q4_K_M). A core multiplies weights,
-# and each type at its own rate per weight: bench/cpu_type_rate.py (one engine thread,
-# all-type llamas of one shape, engine-thread CPU seconds, interleaved rounds) measured
-# the time per token over Q4_K's, at 3.55x (F16), 1.89x (Q8_0), 1.11x (Q4_1) and 1x (Q4_0)
-# Q4_K's bytes; per byte, over three runs (7, 5, 9 rounds; the median here): F16 1.83,
-# 1.99, 1.66; Q8_0 1.30, 1.17, 1.20; Q4_1 0.66, 0.69, 0.55; Q4_0 1.03, 0.99, 0.99. Q4_0 and
-# Q4_K are repacked for the CPU's SIMD, Q4_1 is not. Types not measured are priced by
-# their bytes (1.0). The RAM's bandwidth bounds every type alike: where it binds (many
-# cores), bytes set the time.
-# Against one core's measured Q4_K rate (``Host.core_decode_gbps``: random Q4_K weights,
-# the per-layer and KV costs taken out), trained Q4_1 streams 0.46-0.47 per byte (the demo
-# and a model cut from its tensors; its random-weight twin 0.55: bench/core_rate.py,
-# "implied"), so Q4_1 is priced at that: every real model's weights are trained.
-CPU_BYTE_RATE: dict[str, float] = {"F16": 1.83, "Q8_0": 1.20, "Q4_1": 0.47, "Q4_0": 1.0,
-                                   "Q4_K": 1.0}
-
-
-# How fast one core prefills each weight type's block matrices, per weight, relative to
-# Q4_K's (what ``cpu_core_gflops`` is, and what hardware detection measures per core:
-# ``Host.core_prefill_gflops``). Prefill multiplies a batch of tokens by each weight, so
-# a type costs its kernel's arithmetic, not its bytes: bench/cpu_type_rate.py --prefill
-# 256 (one thread, all-type llamas of one shape, 256 tokens in one batch, the calling
-# thread's CPU seconds, 5 rotating rounds, each model's attention priced as below and
-# taken out) measured per weight F16 0.62, Q8_0 0.74, Q4_1 0.29, Q4_0 0.96 of Q4_K's
-# (139 GFLOP/s here). Q4_0 and Q4_K run llama.cpp's repacked batch kernels, Q8_0 and F16
-# its tiled ones, Q4_1 one dot product per row and token. Types not measured: 1.0.
-CPU_PREFILL_RATE: dict[str, float] = {"F16": 0.62, "Q8_0": 0.74, "Q4_1": 0.29, "Q4_0": 0.96,
-                                      "Q4_K": 1.0}
-# A prompt's attention on a CPU without flash attention, per FLOP, relative to Q4_K's
-# block matrices: llama.cpp multiplies each prompt token by every cache cell in use, the
-# count padded to KV_PAD (its time per token is the same for prompts of 32 to 256 tokens),
-# and the attention matmuls and softmax of the demo's 64-token prompt took 471 us per token
-# (bench/decode_parts.py --prefill-ops: 17.7 MFLOP at 256 cells, 37.5 GFLOP/s). Q4_K's
-# matrices on the same core: 126 GFLOP/s (bench/cpu_type_rate.py --prefill 256 measured
-# 104 GFLOP/s of its llama's whole prompt token, whose attention at 37.5 GFLOP/s is 17%).
-CPU_PREFILL_ATTENTION_RATE = 0.30
-KV_PAD = 256
-
-
-def prefill_kv_cells(prompt_tokens: int, n_ubatch: int) -> float:
-    """The cache cells a prompt token is multiplied against on average without flash
-    attention: those in use when its batch runs, padded to :data:`KV_PAD` (llama.cpp
-    masks the later ones but computes them): a prompt in one batch pays its padded
-    length, a longer one in batches of ``n_ubatch`` about (prompt + n_ubatch) / 2."""
-    p, u = max(1, prompt_tokens), max(1, n_ubatch)
-    if p <= u:
-        return float(-(-p // KV_PAD) * KV_PAD)
-    return (p + u) / 2 + KV_PAD / 2
-
-
-def _type_key(name: str) -> str:
-    """A ggml type or file type's name as the rate tables key it (Q4_K_M -> Q4_K)."""
-    t = name.upper()
-    return t[:4] if t.startswith("Q") and t[2:4] == "_K" else t
-
-
-def cpu_type_rate(quant_bytes: Sequence[tuple[str, int]]) -> float:
-    """How fast one core decodes a file's weight bytes relative to Q4_K's: the bytes'
-    harmonic mean of :data:`CPU_BYTE_RATE` (a K-quant file type counts as its K type)."""
-    total = spent = 0.0
-    for name, nbytes in quant_bytes:
-        total += nbytes
-        spent += nbytes / CPU_BYTE_RATE.get(_type_key(name), 1.0)
-    return total / spent if spent > 0 else 1.0
-
-
-def cpu_prefill_rate(quant_bytes: Sequence[tuple[str, int]]) -> float:
-    """How fast one core prefills a file's weights relative to Q4_K's: the weights'
-    harmonic mean of :data:`CPU_PREFILL_RATE` (each type's bytes counted in weights)."""
-    total = spent = 0.0
-    for name, nbytes in quant_bytes:
-        t = _type_key(name)
-        kind = GGML_TYPES_BY_NAME.get(t)
-        weights = nbytes * kind.block_size / kind.type_size if kind else float(nbytes)
-        total += weights
-        spent += weights / CPU_PREFILL_RATE.get(t, 1.0)
-    return total / spent if spent > 0 else 1.0
-
-
 @dataclass(frozen=True)
 class DeviceLoad:
     """What one device does for one decoded token (and holds, for prefill).
@@ -187,6 +120,8 @@ class DeviceLoad:
         weight_bytes: non-expert weight bytes read per token.
         expert_bytes: routed-expert bytes read per token (the active share).
         kv_bytes: KV cache bytes read per token at the requested depth.
+        state_bytes: recurrent state bytes read and written per token (streamed at the
+            device's bandwidth, unlike an attention kernel's read of the cache).
         layers: blocks computed here per token.
         recurrent_layers: of which recurrent (SSM / linear attention).
         stored_bytes: weight bytes stored here (prefill copies them to a GPU per batch).
@@ -199,6 +134,7 @@ class DeviceLoad:
     weight_bytes: float = 0.0
     expert_bytes: float = 0.0
     kv_bytes: float = 0.0
+    state_bytes: float = 0.0
     layers: int = 0
     recurrent_layers: int = 0
     stored_bytes: float = 0.0
@@ -227,10 +163,13 @@ class DeviceTime:
     compute_s: float = 0.0    # the token's arithmetic alone here (what a verified
     #   token adds to a step whose weights are read anyway)
     layers: int = 0
+    arith_s: float = 0.0      # arithmetic not hidden behind the reads (a host part of a
+    #   split token: :attr:`SpeedConstants.hybrid_arith_share`)
 
     @property
     def total_s(self) -> float:
-        return self.weights_s + self.experts_s + self.kv_s + self.overhead_s + self.disk_s
+        return (self.weights_s + self.experts_s + self.kv_s + self.overhead_s + self.disk_s
+                + self.arith_s)
 
 
 @dataclass(frozen=True)
@@ -275,7 +214,7 @@ class Speed:
             "time_per_token_ms": {
                 d.device: {"weights": _ms(d.weights_s), "experts": _ms(d.experts_s),
                            "kv": _ms(d.kv_s), "overhead": _ms(d.overhead_s),
-                           "disk": _ms(d.disk_s)}
+                           "disk": _ms(d.disk_s), "arithmetic": _ms(d.arith_s)}
                 for d in self.devices},
             "transfer_ms": _ms(self.transfer_s),
         }
@@ -362,8 +301,11 @@ def cpu_kv_cost(flash: bool, c: SpeedConstants = CONSTANTS) -> float:
 
 
 def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
-                c: SpeedConstants = CONSTANTS, flash: bool = True) -> DeviceTime:
-    """Seconds one decoded token spends on ``load.device`` (``flash``: flash attention)."""
+                c: SpeedConstants = CONSTANTS, flash: bool = True,
+                hybrid: bool = False) -> DeviceTime:
+    """Seconds one decoded token spends on ``load.device`` (``flash``: flash attention;
+    ``hybrid``: a GPU computes the rest of the token; the host's part pays its
+    arithmetic on top of its reads, :attr:`SpeedConstants.hybrid_arith_share` of it)."""
     gpu = gpu_of(inventory, load.device)
     disk_s = load.disk_bytes / disk_bandwidth(inventory, c) if load.disk_bytes else 0.0
     if gpu is not None and gpu.remote:
@@ -372,7 +314,7 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
                           load.expert_bytes / (bw * c.gpu_expert_efficiency),
-                          load.kv_bytes * c.gpu_kv_cost / bw,
+                          (load.kv_bytes * c.gpu_kv_cost + load.state_bytes) / bw,
                           load.layers * gpu_layer_seconds(gpu, c), disk_s,
                           load.flops / gpu_flops(gpu, c), load.layers)
     bw = host_bandwidth(inventory, threads, c, load.cpu_type_rate) \
@@ -380,9 +322,10 @@ def device_time(inventory: Inventory, load: DeviceLoad, threads: int,
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
+    arith = load.flops / cpu * c.hybrid_arith_share if hybrid else 0.0
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
-                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead, disk_s,
-                      load.flops / cpu, load.layers)
+                      (load.kv_bytes * cpu_kv_cost(flash, c) + load.state_bytes) / bw,
+                      overhead, disk_s, load.flops / cpu, load.layers, arith)
 
 
 def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
@@ -394,7 +337,7 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
         bw = gpu_bandwidth(gpu, c) / (c.gpu_iq_factor if load.iquant else 1.0)
         return DeviceTime(load.device, load.weight_bytes / bw,
                           load.expert_bytes / (bw * c.gpu_expert_efficiency),
-                          load.kv_bytes * c.gpu_kv_cost / bw,
+                          (load.kv_bytes * c.gpu_kv_cost + load.state_bytes) / bw,
                           load.layers * c.gpu_layer_s + call_s, 0.0)
     threads = worker_threads(inventory, gpu, c)
     bw = min(gpu.bandwidth_gbps * GB * c.cpu_bw_fraction,
@@ -403,7 +346,8 @@ def _remote_time(inventory: Inventory, gpu: Gpu, load: DeviceLoad,
     per_layer = c.cpu_layer_s + c.cpu_layer_thread_s * threads
     overhead = load.layers * per_layer + load.recurrent_layers * c.cpu_recurrent_layer_s
     return DeviceTime(load.device, load.weight_bytes / bw, load.expert_bytes / bw,
-                      load.kv_bytes * cpu_kv_cost(flash, c) / bw, overhead + call_s, 0.0)
+                      (load.kv_bytes * cpu_kv_cost(flash, c) + load.state_bytes) / bw,
+                      overhead + call_s, 0.0)
 
 
 def worker_core_gbps(inventory: Inventory, gpu: Gpu, c: SpeedConstants = CONSTANTS) -> float:
@@ -559,6 +503,42 @@ def spec_decode_tps(token_s: float, spec: SpecOutcome) -> float:
     return 1.0 / token_s * spec.tokens_per_step / spec.step_cost if token_s > 0 else 0.0
 
 
+OP_OFFLOAD_MIN_BATCH = 32   # llama.cpp's GPU backends take a host weight's matmul from
+#   this many tokens of a batch on (``offload_op``: the batch dimension >= 32)
+
+
+def batch_sizes(prompt_tokens: int, n_ubatch: int) -> list[tuple[int, int]]:
+    """The (tokens, count) of the batches a prompt is computed in: full ``n_ubatch``
+    batches and the rest (a prompt of 0 tokens: one full batch, the steady state)."""
+    u = max(1, n_ubatch)
+    if prompt_tokens <= 0:
+        return [(u, 1)]
+    out = [(u, prompt_tokens // u)] if prompt_tokens >= u else []
+    if prompt_tokens % u:
+        out.append((prompt_tokens % u, 1))
+    return out
+
+
+def host_offload_prefill(inventory: Inventory, load: DeviceLoad, main: Gpu, flops: float,
+                         threads: int, n_ubatch: int, prompt_tokens: int,
+                         c: SpeedConstants = CONSTANTS) -> float:
+    """Seconds per prompt token of a host part beside a GPU, as llama.cpp runs it: a batch
+    of :data:`OP_OFFLOAD_MIN_BATCH` tokens or more copies the host weights over PCIe to
+    the GPU once and multiplies there; a smaller one is computed by the host's cores."""
+    pcie = (main.pcie_gbps if main.pcie_gbps > 0 else 16.0) * GB * c.pcie_fraction
+    copy = 0.0 if main.unified_memory else load.stored_bytes / pcie
+    gpu_token = flops / gpu_flops(main, c)
+    cpu_token = flops / (max(1, threads) * core_gflops(inventory, c) * 1e9
+                         * load.cpu_prefill_rate)
+    total = tokens = 0.0
+    for size, count in batch_sizes(prompt_tokens, n_ubatch):
+        per_batch = (copy + size * gpu_token if size >= OP_OFFLOAD_MIN_BATCH
+                     else size * cpu_token)
+        total += count * per_batch
+        tokens += count * size
+    return total / tokens if tokens else 0.0
+
+
 def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], threads: int,
                            n_ubatch: int, c: SpeedConstants = CONSTANTS,
                            prompt_tokens: int = 0, flash: bool = True
@@ -582,11 +562,9 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
         elif gpu is not None:
             out.append((load.device, flops / gpu_flops(gpu, c) + disk))
         elif gpus:
-            # llama.cpp copies host-resident weights to the GPU for big batches
             main = max(gpus, key=lambda g: g.tflops_fp16)
-            pcie = (main.pcie_gbps if main.pcie_gbps > 0 else 16.0) * GB * c.pcie_fraction
-            copy = 0.0 if main.unified_memory else load.stored_bytes / pcie / n_ubatch
-            out.append((load.device, copy + flops / gpu_flops(main, c) + disk))
+            out.append((load.device, host_offload_prefill(
+                inventory, load, main, flops, threads, n_ubatch, prompt_tokens, c) + disk))
         else:
             cpu = max(1, threads) * core_gflops(inventory, c) * 1e9
             attention = 0.0 if flash or not prompt_tokens else \
@@ -594,6 +572,15 @@ def prefill_time_per_token(inventory: Inventory, loads: Sequence[DeviceLoad], th
                 / (cpu * CPU_PREFILL_ATTENTION_RATE)
             out.append((load.device, flops / (cpu * load.cpu_prefill_rate) + attention + disk))
     return tuple(out)
+
+
+def is_hybrid(inventory: Inventory, loads: Sequence[DeviceLoad]) -> bool:
+    """Whether the host computes part of each token beside a local GPU (not a worker,
+    not unified memory, where the GPU reads the same RAM)."""
+    host = any(ld.device == HOST and (ld.weight_bytes or ld.expert_bytes) for ld in loads)
+    gpus = [gpu_of(inventory, ld.device) for ld in loads if ld.device != HOST]
+    return host and any(g is not None and not g.remote and not g.unified_memory
+                        for g in gpus)
 
 
 def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tuple[str, str]],
@@ -609,7 +596,8 @@ def predict(inventory: Inventory, loads: Sequence[DeviceLoad], hops: Sequence[tu
         spec: the priced speculation (see :func:`price_spec`).
         flash: whether the context runs flash attention (a CPU reads KV slower with it).
     """
-    times = tuple(device_time(inventory, ld, threads, c, flash) for ld in loads)
+    hybrid = is_hybrid(inventory, loads)
+    times = tuple(device_time(inventory, ld, threads, c, flash, hybrid) for ld in loads)
     transfer = transfer_time(inventory, hops, n_embd, 1, c)
     token_s = sum(t.total_s for t in times) + transfer
     decode = spec_decode_tps(token_s, spec)

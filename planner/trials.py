@@ -170,6 +170,8 @@ def trial(ctx: Context, roles: tuple[GpuRole, ...], kv: str, context: int,
     """
     inventory, profile, request = ctx.inventory, ctx.profile, ctx.request
     gpus = active(roles)
+    if request.n_ubatch:
+        n_ubatch = request.n_ubatch
     config = _config(ctx, kv, context, load_mtp, n_ubatch, flash)
     key = (kv, config.n_ctx, config.n_seq, request.depth, load_mtp)
     costs = ctx.costs.get(key)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,7 +36,7 @@ from engine.hardware.probe import DEFAULT_HOST_BANDWIDTH_GBPS, CancelFlag, Probe
 from engine.hardware.sysfs import NVIDIA_PCI_VENDOR, pci_displays
 from planner.inventory import Disk, DiskKind, Gpu, Host, Inventory, Vendor
 
-__all__ = ["DetectionCancelled", "Progress", "Sources", "detect", "refresh"]
+__all__ = ["DetectionCancelled", "Progress", "Sources", "detect", "refine_due", "refresh"]
 
 log = logging.getLogger(__name__)
 
@@ -92,15 +93,22 @@ class _Run:
 
 
 def detect(*, model_dirs: Sequence[Path] | None = None, measure: bool = True,
-           remeasure: bool = False, progress: Progress | None = None,
+           remeasure: bool = False, refine: bool = False, progress: Progress | None = None,
            cancel: CancelFlag | None = None, sources: Sources | None = None) -> Inventory:
     """Detect this machine's GPUs, host and model disks.
 
+    A figure once measured is kept, whether the machine was busy then or not: a command
+    never measures again on its own (see :func:`refine_due` for the daily background
+    pass). Measuring again keeps the best figure seen while the machine is busy (other
+    work only slows a probe down); a figure taken on an idle machine replaces the old one.
+
     Args:
         model_dirs: folders models are read from (default: Loadout's models folder).
-        measure: run the bandwidth probes that are not cached yet (else use nominal
+        measure: run the probes whose figures are not cached yet (else use nominal
             figures, marked as such).
-        remeasure: ignore cached measurements and measure again.
+        remeasure: measure every figure again (asked by the user: ``--remeasure``).
+        refine: measure the host's RAM bandwidth and CPU core rate again (the daily
+            background pass over figures taken while the machine was busy).
         progress: called as ``progress(step, fraction)`` from the calling thread.
         cancel: checked between steps and inside the probes (``threading.Event``).
         sources: where to read from (tests); the real machine by default.
@@ -122,18 +130,18 @@ def detect(*, model_dirs: Sequence[Path] | None = None, measure: bool = True,
     from engine.paths import paths
 
     cache_dir = src.cache_dir or paths().cache
-    key = fingerprint(host.cpu, host.threads, host.ram_total_bytes,
-                      [(g.name, g.total_bytes) for g in gpus])
-    cache = ProbeCache.load(cache_dir, key)
+    cache = ProbeCache.load(cache_dir, _fingerprint(host, gpus))
     before = repr(cache)
     if remeasure and measure:
-        # Forget the host and GPU figures; disks are re-measured as they are visited, so
-        # a disk not named this time keeps its figure.
-        cache.host, cache.gpus, cache.cpu = {}, {}, {}
+        # Forget the GPU figures; the host's are measured again below (the best kept while
+        # busy); disks are re-measured as they are visited, so a disk not named this time
+        # keeps its figure.
+        cache.gpus = {}
+    again = measure and (remeasure or refine)
     run.step("host_bandwidth", 0.35)
-    host = _host_bandwidth(host, cache, measure, run)
+    host = _host_bandwidth(host, cache, measure, again, run)
     run.step("cpu_cores", 0.45)
-    host = _core_rate(host, cache, measure, src, run)
+    host = _core_rate(host, cache, measure, again, src, run)
     run.step("gpu_bandwidth", 0.55)
     gpus = _gpu_bandwidth(gpus, cache, measure, src, run)
     run.step("disks", 0.7)
@@ -142,6 +150,25 @@ def detect(*, model_dirs: Sequence[Path] | None = None, measure: bool = True,
         cache.save(cache_dir)
     run.step("done", 1.0)
     return Inventory(gpus=tuple(gpus), host=host, disks=tuple(disks), notes=tuple(run.notes))
+
+
+def refine_due(inventory: Inventory, *, now: float | None = None,
+               sources: Sources | None = None) -> bool:
+    """Whether this machine's background pass is due: a figure of ``inventory`` (this
+    machine's detection) was taken while busy, and not measured again for a day. The app
+    then runs ``detect(refine=True)`` off its thread; commands never do."""
+    from engine.paths import paths
+
+    src = sources or Sources()
+    cache = ProbeCache.load(src.cache_dir or paths().cache,
+                            _fingerprint(inventory.host,
+                                         [g for g in inventory.gpus if not g.endpoint]))
+    return cache.refine_due(time.time() if now is None else now)
+
+
+def _fingerprint(host: Host, gpus: Sequence[Gpu]) -> str:
+    return fingerprint(host.cpu, host.threads, host.ram_total_bytes,
+                       [(g.name, g.total_bytes) for g in gpus])
 
 
 def refresh(inventory: Inventory, *, sources: Sources | None = None) -> Inventory:
@@ -225,15 +252,18 @@ def _with_engine(gpus: list[Gpu], src: Sources, host: Host, run: _Run) -> list[G
     return list(merged.gpus)
 
 
-def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> Host:
-    cached = cache.host.get("bandwidth_gbps")
-    # A figure taken on a busy machine is measured again at every measuring detection, and
-    # the best figure kept: other work can only make a copy slower, never faster.
-    retry = bool(cache.host.get("busy")) and measure
-    if isinstance(cached, int | float) and cached > 0 and not retry:
+def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, again: bool, run: _Run
+                    ) -> Host:
+    """The host with its RAM bandwidth: cached (busy or not), else measured when
+    ``measure``; measured again only when ``again``."""
+    value = cache.host.get("bandwidth_gbps")
+    cached = float(value) if isinstance(value, int | float) and \
+        not isinstance(value, bool) else 0.0
+    known = cached > 0
+    if known and not again:
         if cache.host.get("busy"):
             run.notes.append("host_busy_while_measuring")
-        return replace(host, bandwidth_gbps=float(cached),
+        return replace(host, bandwidth_gbps=cached,
                        measured=(*host.measured, "bandwidth_gbps"))
     if not measure:
         run.notes.append("host_bandwidth_default")
@@ -241,34 +271,43 @@ def _host_bandwidth(host: Host, cache: ProbeCache, measure: bool, run: _Run) -> 
     busy = _busy(host.threads)
     gbps = host_bandwidth(host.threads, cancelled=run.cancelled)
     run.step("host_bandwidth", 0.5)  # a cancel during the probe stops here
-    if retry and isinstance(cached, int | float) and cached > gbps:
-        gbps = float(cached)
+    if busy and known:
+        # other work can only make a copy slower, never faster: keep the best seen, and
+        # its "busy" mark only if no idle figure was ever seen
+        busy = busy and bool(cache.host.get("busy"))
+        gbps = max(gbps, cached)
     cache.host = {"bandwidth_gbps": gbps, "method": "numpy_copy", "threads": host.threads,
-                  "busy": busy}
+                  "busy": busy, "measured_at": time.time()}
     if busy:
         run.notes.append("host_busy_while_measuring")
     return replace(host, bandwidth_gbps=gbps, measured=(*host.measured, "bandwidth_gbps"))
 
 
-def _core_rate(host: Host, cache: ProbeCache, measure: bool, src: Sources, run: _Run
-               ) -> Host:
-    """The host with one core's measured Q4_K rates: cached, else measured once by the
-    engine on a probe model (a child process, about a second) when ``measure``. A probe
-    that failed is not retried until the figures are measured again (``remeasure``)."""
+def _core_rate(host: Host, cache: ProbeCache, measure: bool, again: bool, src: Sources,
+               run: _Run) -> Host:
+    """The host with one core's measured Q4_K rates: cached (busy or not), else measured
+    once by the engine on a probe model (a child process, about a second) when ``measure``;
+    measured again only when ``again``. A probe that failed is not retried until then."""
     rate = core_rate.from_cache(cache.cpu)
-    # as the RAM's: a figure taken on a busy machine is measured again at every measuring
-    # detection and the best kept (a neighbour can only slow a core down)
-    retry = rate is not None and cache.cpu.get("busy") is True
-    if measure and (retry or (rate is None and not core_rate.failed_before(cache.cpu))):
+    if measure and (again or (rate is None and not core_rate.failed_before(cache.cpu))):
         probe = src.core_probe or (lambda cancelled: core_rate.measure_in_child(
             cancelled=cancelled))
         busy = _busy(host.threads)
         found = probe(run.cancelled)
         run.step("cpu_cores", 0.5)  # a cancel during the probe stops here
-        best = core_rate.best(rate, found)
-        if best is not None or rate is None:
-            cache.cpu = core_rate.cache_entry(best, busy=busy)
-        rate = best
+        now = time.time()
+        if found is None:  # a failure is remembered; a figure already there is kept
+            cache.cpu = {**(cache.cpu if rate is not None else core_rate.cache_entry(None)),
+                         "measured_at": now}
+        elif busy and rate is not None:
+            # as the RAM's: while busy the best of each figure is kept (a neighbour can
+            # only slow a core down), "busy" only if no idle figure was ever seen
+            rate = core_rate.best(rate, found)
+            cache.cpu = {**core_rate.cache_entry(rate, busy=cache.cpu.get("busy") is True),
+                         "measured_at": now}
+        else:  # the first figure, or one taken on an idle machine: it replaces the old
+            rate = found
+            cache.cpu = {**core_rate.cache_entry(found, busy=busy), "measured_at": now}
     if rate is None:
         run.notes.append("cpu_core_rate_default")
         return host
@@ -279,9 +318,11 @@ def _core_rate(host: Host, cache: ProbeCache, measure: bool, src: Sources, run: 
 
 def _busy(threads: int) -> bool:
     """Whether other work already keeps the CPUs busy (a probe then reads low)."""
+    if sys.platform == "win32":  # Windows has no load average
+        return False
     try:
         return os.getloadavg()[0] >= 0.75 * threads
-    except (AttributeError, OSError):  # Windows has no load average
+    except OSError:
         return False
 
 

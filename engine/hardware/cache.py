@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA = "loadout.probes/1"
 FILE_NAME = "hardware-probes.json"
+REFINE_EVERY_S = 24 * 3600.0  # a figure taken while busy is measured again at most this often
 
 
 def fingerprint(cpu: str, threads: int, ram_total: int, gpus: Iterable[tuple[str, int]]) -> str:
@@ -55,6 +56,18 @@ class ProbeCache:
                               cpu=dict(doc.get("cpu", {})))
         except (TypeError, ValueError, AttributeError):
             return ProbeCache(fingerprint)
+
+    def refine_due(self, now: float, every_s: float = REFINE_EVERY_S) -> bool:
+        """Whether a host figure taken while the machine was busy (RAM bandwidth, a CPU
+        core's rates) was last measured ``every_s`` or more before ``now``: the
+        background pass then measures it again. A figure without a time is due."""
+        for entry in (self.host, self.cpu):
+            if entry.get("busy") is not True:
+                continue
+            at = entry.get("measured_at")
+            if not isinstance(at, int | float) or isinstance(at, bool) or now - at >= every_s:
+                return True
+        return False
 
     def save(self, folder: Path) -> None:
         """Write atomically; a failure is logged, never raised (the cache is optional)."""

@@ -31,16 +31,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from planner.speed import (
-    CONSTANTS,
-    CPU_PREFILL_ATTENTION_RATE,
-    cpu_kv_cost,
-    prefill_kv_cells,
-)
+if TYPE_CHECKING:  # numpy and the speed model are imported where the probe runs: a
+    import numpy as np  # detection that only reads the cache (every command) does without
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +103,8 @@ def block_weights(n_layers: int) -> int:
 def _q4_k(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
     """Q4_K rows of random 4-bit codes (144-byte blocks of 256 weights: two f16 scales,
     12 bytes of sub-block scales, 128 of codes) with small finite scales."""
+    import numpy as np
+
     blocks = rng.integers(0, 256, size=(rows, cols // Q4_K_BLOCK, Q4_K_BYTES), dtype=np.uint8)
     blocks[:, :, 0:4] = np.array([0.002, 0.001], dtype=np.float16).view(np.uint8)
     return blocks.reshape(rows, cols // Q4_K_BLOCK * Q4_K_BYTES)
@@ -119,6 +115,7 @@ def write_probe_model(path: Path, n_layers: int = N_LAYERS) -> Path:
 
     Blocks share their random bytes (one set per matrix shape): a token still reads
     every block's own copy from memory."""
+    import numpy as np
     from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
 
     rng = np.random.default_rng(11)
@@ -219,6 +216,8 @@ def prefill_gflops(seconds_per_token: float, n_layers: int, prompt: int) -> floa
     """The per-core rate at which the speed model prefills the probe in the time measured:
     its block matrices' FLOPs plus its attention at :data:`CPU_PREFILL_ATTENTION_RATE`
     (the output layer runs for the prompt's last token only: left out)."""
+    from planner.speed import CPU_PREFILL_ATTENTION_RATE, prefill_kv_cells
+
     flops = 2.0 * block_weights(n_layers)
     attn = n_layers * 2 * N_HEAD * (2 * HEAD_DIM) * prefill_kv_cells(prompt, 512)
     return (flops + attn / CPU_PREFILL_ATTENTION_RATE) / seconds_per_token / 1e9
@@ -228,6 +227,8 @@ def decode_gbps(seconds_per_token: float, n_layers: int, depth: float) -> float:
     """The per-core rate at which the speed model decodes the probe in the time measured:
     the weight bytes (blocks and output) and the KV cache read at ``depth``, after its
     fixed cost per layer (one thread)."""
+    from planner.speed import CONSTANTS, cpu_kv_cost
+
     c = CONSTANTS
     weights = block_weights(n_layers) * Q4_K_BYTES / Q4_K_BLOCK + N_VOCAB * N_EMBD * 2
     kv = depth * n_layers * 2 * N_HEAD_KV * HEAD_DIM * 2 * cpu_kv_cost(False, c)

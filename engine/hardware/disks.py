@@ -94,7 +94,7 @@ def block_device(folder: Path, sys_root: Path = Path("/sys"),
         st = os.stat(folder)
     except OSError:
         return BlockDevice("", DiskKind.UNKNOWN, notes=("folder_missing",))
-    if sys.platform == "win32":  # no device numbers there (h32p's fix is the real one)
+    if sys.platform == "win32":  # no device numbers and no sysfs: the kind is unknown
         return BlockDevice("", DiskKind.UNKNOWN, notes=("device_unknown",))
     major, minor = os.major(st.st_dev), os.minor(st.st_dev)
     entry = sys_root / "dev" / "block" / f"{major}:{minor}"
@@ -157,8 +157,14 @@ def largest_file(folder: Path, max_entries: int = 2000) -> Path | None:
 
 
 def _drop_cache(fd: int) -> bool:
-    advise = getattr(os, "posix_fadvise", None)
-    if advise is None and sys.platform == "darwin":
+    """Ask the OS to forget the file's cached pages; False where it cannot (Windows)."""
+    if sys.platform == "linux":
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            return False
+        return True
+    if sys.platform == "darwin":
         import fcntl
 
         try:  # F_NOCACHE: this descriptor's reads bypass the unified buffer cache
@@ -166,13 +172,7 @@ def _drop_cache(fd: int) -> bool:
         except OSError:
             return False
         return True
-    if advise is None:
-        return False
-    try:
-        advise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    except OSError:
-        return False
-    return True
+    return False
 
 
 def resident_fraction(fd: int, length: int) -> float | None:
@@ -209,8 +209,8 @@ def _timed_read(path: Path, max_bytes: int, budget_s: float, chunk: int) -> Read
     buf = bytearray(chunk)
     view = memoryview(buf)
     notes: list[str] = []
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
+    with open(path, "rb", buffering=0) as raw:  # binary and unbuffered on every OS
+        fd = raw.fileno()
         if not _drop_cache(fd):
             notes.append("page_cache_not_dropped")
         # Pages another process keeps mapped (a loaded model) survive the drop: reading
@@ -221,17 +221,12 @@ def _timed_read(path: Path, max_bytes: int, budget_s: float, chunk: int) -> Read
         done = 0
         start = time.perf_counter()
         while done < max_bytes and time.perf_counter() - start < budget_s:
-            if sys.platform == "win32":  # no readv there (h32p's fix is the real one)
-                n = len(os.read(fd, chunk))
-            else:
-                n = os.readv(fd, [view])
-            if n <= 0:
+            n = raw.readinto(view)
+            if not n:
                 break
             done += n
         elapsed = time.perf_counter() - start
         _drop_cache(fd)  # leave the page cache as we found it, more or less
-    finally:
-        os.close(fd)
     gbps = done / elapsed / 1e9 if elapsed > 0 and done else 0.0
     if gbps > PAGE_CACHE_SUSPECT_GBPS and "page_cache_suspected" not in notes:
         notes.append("page_cache_suspected")
@@ -256,7 +251,9 @@ def probe_read(folder: Path, max_bytes: int = 256 * MIB, budget_s: float = 1.0,
     temp = folder / f".loadout-read-probe-{os.getpid()}.tmp"
     block = os.urandom(MIB)  # incompressible, so a compressing filesystem cannot cheat
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # O_BINARY: Windows would otherwise write every newline byte as two
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        fd = os.open(temp, flags, 0o600)
         try:
             for _ in range(max(1, temp_bytes // MIB)):
                 os.write(fd, block)

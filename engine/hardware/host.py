@@ -75,6 +75,22 @@ def _darwin_cpu() -> str:
         return ""
 
 
+def _windows_cpu() -> str:
+    """The CPU's marketing name from the registry (Windows has no /proc/cpuinfo;
+    ``platform.processor()`` says only "Intel64 Family 6 Model 154 ...")."""
+    if sys.platform != "win32":
+        return ""
+    import winreg
+
+    try:
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE,
+                            r"HARDWARE\DESCRIPTION\System\CentralProcessor\0") as key:
+            value, _kind = winreg.QueryValueEx(key, "ProcessorNameString")
+    except OSError:
+        return ""
+    return str(value).strip()
+
+
 def clock_ghz(cpuinfo: str, sys_root: Path = Path("/sys")) -> float:
     """The cores' top clock in GHz: cpufreq's maximum, else psutil's, else the highest
     ``cpu MHz`` in /proc/cpuinfo (a VM's nominal clock); 0.0 when nothing says."""
@@ -95,6 +111,19 @@ def clock_ghz(cpuinfo: str, sys_root: Path = Path("/sys")) -> float:
     return 0.0
 
 
+def usable_threads() -> int:
+    """The logical CPUs this process may run on: its affinity where the OS has one
+    (Linux, Windows), else every logical CPU (macOS)."""
+    try:
+        if sys.platform == "linux":
+            return len(os.sched_getaffinity(0)) or 1
+        if sys.platform == "win32":
+            return len(psutil.Process().cpu_affinity()) or 1
+    except (OSError, psutil.Error):
+        pass
+    return psutil.cpu_count(logical=True) or 1
+
+
 def probe_host(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -> Host:
     """The host with RAM as psutil sees it now; bandwidth is a placeholder until measured.
 
@@ -103,11 +132,9 @@ def probe_host(proc_root: Path = Path("/proc"), sys_root: Path = Path("/sys")) -
     """
     cpuinfo = read_text(proc_root / "cpuinfo") or ""
     name = cpu_model(cpuinfo) or (_darwin_cpu() if sys.platform == "darwin" else "")
+    name = name or _windows_cpu()
     name = name or platform.processor() or platform.machine() or "unknown CPU"
-    try:
-        threads = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        threads = psutil.cpu_count(logical=True) or 1
+    threads = usable_threads()
     cores = min(psutil.cpu_count(logical=False) or threads, threads)
     mem = psutil.virtual_memory()
     return Host(cpu=name, cores=max(1, cores), threads=max(1, threads),

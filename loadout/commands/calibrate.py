@@ -89,13 +89,14 @@ def calibrate(args: argparse.Namespace,
 
 
 def measure_machine() -> None:
-    """Measure the machine's figures that are not measured yet (RAM bandwidth, one CPU
-    core's rates: a few seconds on a fresh profile, nothing once cached), as the app does
-    at its start: the runs are then recorded against the plans every later detection
-    makes (a plan priced with measured cores does not learn from runs priced without)."""
+    """Measure the machine's RAM bandwidth and one CPU core's rates again (asked for:
+    "Measure this machine"; the best figure is kept while the machine is busy), a few
+    seconds: the runs are then recorded against the plans every later detection makes,
+    which read these figures (a plan priced with measured cores does not learn from runs
+    priced without)."""
     from engine.hardware import detect
 
-    detect(model_dirs=[])
+    detect(model_dirs=[], refine=True)
 
 
 def core_only(as_json: bool) -> int:

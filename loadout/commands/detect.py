@@ -18,7 +18,9 @@ def register(sub: Any) -> None:
                                    "Inventory, which is also a rig file for --rig.")
     p.add_argument("--json", action="store_true", help="print the Inventory as JSON")
     p.add_argument("--remeasure", action="store_true",
-                   help="measure bandwidths again instead of using the cached figures")
+                   help="measure every figure again now (figures once measured are "
+                        "kept, even those taken while the machine was busy: run this when "
+                        "it is idle; while busy, the best figure seen is kept)")
     p.add_argument("--no-measure", action="store_true",
                    help="measure nothing new; figures not cached yet are nominal")
     p.add_argument("--workers", default=None, metavar="HOST:PORT,...",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from planner.inventory import Inventory
-    from planner.plan_types import Note, Plan
+    from planner.plan_types import Plan
     from planner.profile import ModelProfile
     from planner.projector import ProjectorProfile
     from planner.request import Request
@@ -74,8 +74,14 @@ def _profile(spec: str) -> ModelProfile:
         return load_remote_profile(spec)
     from engine.gguf_file import load_profile
     from engine.models import resolve_local_model
+    from planner.errors import GGUFError, UnsupportedModelError
 
-    return load_profile(resolve_local_model(spec))
+    try:
+        return load_profile(resolve_local_model(spec))
+    except (GGUFError, UnsupportedModelError) as exc:  # say which file, when several
+        if spec in str(exc):
+            raise
+        raise type(exc)(f"{spec}: {exc}") from exc
 
 
 def _inventory(rig: str | None, workers: str | None = None,
@@ -145,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
     from planner.plan import plan
     from planner.quant import choose
 
-    inventory = _inventory(args.rig, getattr(args, "workers", None),
-                           getattr(args, "link_gbps", None))
+    # The model files and the request first: a file that is not a model, or a bad
+    # option, is refused at once, before detection looks at (or measures) the machine.
+    profiles = [_profile(m) for m in args.model]
+    projector = _projector(args)
     try:
         request = build_request(args)
         if not args.rig:  # this machine: its measured runs correct the prediction
@@ -158,8 +166,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"loadout plan: error: {exc}", file=sys.stderr)
         return 2
-    profiles = [_profile(m) for m in args.model]
-    projector = _projector(args)
+    inventory = _inventory(args.rig, getattr(args, "workers", None),
+                           getattr(args, "link_gbps", None))
     if projector is not None:
         from planner.plan import plan_with_projector
 
@@ -199,13 +207,32 @@ def _ranges(rs: tuple[tuple[int, int], ...]) -> str:
     return ",".join(f"{a}-{b - 1}" if b - a > 1 else str(a) for a, b in rs) or "-"
 
 
+# What a spill moved, in words (its reason is among the plan's sentences).
+_SPILLED = {"experts_to_ram": "routed experts of layers", "layers_to_ram": "layers",
+            "weights_on_disk": "weights"}
+
+
 def render(plan: Plan, model: str) -> str:
-    """The readable plan: roles, memory map, spills, speeds, reasons, warnings, advice."""
+    """The readable plan: roles, memory map, spills, speeds, then the reasons, warnings,
+    decisions and advice as the sentences the app's Plan page shows (its language)."""
+    from loadout import words
+
+    with words.user_language():
+        return _render(plan, model)
+
+
+def _render(plan: Plan, model: str) -> str:
+    from app.formatting import fmt_seconds, fmt_tokens, fmt_tps
+    from app.texts import fit_reason, role_text
+    from loadout import words
+
     p = plan
-    lines = [f"Plan for {model} ({p.quant}): {'fits' if p.fits else 'DOES NOT FIT'}"
-             f"  [{', '.join(r.value for r in p.reasons)}]"]
+    lines = [f"Plan for {model} ({p.quant}): "
+             + ("fits" if p.fits else f"DOES NOT FIT. {fit_reason(p)}")]
     for r in p.roles:
-        lines.append(f"  GPU {r.gpu} {r.name}: {r.role.value} ({r.reason.value})")
+        reason = words.role_line(r.reason.value if r.reason else None)
+        lines.append(f"  GPU {r.gpu} {r.name}: {role_text(r.role.value)}"
+                     + (f". {reason}" if reason else ""))
     lines.append("Memory map:")
     lines.append(f"  {'device':<8}{'weights':>12}{'KV':>12}{'compute':>12}{'other':>12}"
                  f"{'reserve':>12}{'capacity':>12}  layers / experts")
@@ -218,12 +245,15 @@ def render(plan: Plan, model: str) -> str:
         v = p.projector
         lines.append(f"  vision projector on {v.device}: {v.weights_bytes / 2**20:.1f} MiB "
                      f"weights + {v.compute_bytes / 2**20:.1f} MiB compute; one image = "
-                     f"{v.image_tokens} tokens, encoded in {v.encode_s:.3f} s")
+                     f"{v.image_tokens} tokens, encoded in {fmt_seconds(v.encode_s)}")
     for s in p.spills:
-        lines.append(f"  spill: {s.kind.value} {_ranges(s.layers)} {_gib(s.bytes)} -> {s.to}"
-                     f" (costs {s.cost_ms:.2f} ms per token)")
+        what = _SPILLED.get(s.kind.value, "weights")
+        where = f" {_ranges(s.layers)}" if s.layers else ""
+        lines.append(f"  spilled: {what}{where}, {_gib(s.bytes)} on {s.to} (costs "
+                     f"{fmt_seconds(s.cost_ms / 1000)} per token)")
     spec = p.speculative
-    lines.append(f"Context {p.context} x {p.parallel} slot(s), KV {p.kv_type}, "
+    lines.append(f"Context {fmt_tokens(p.context)} tokens x {p.parallel} slot(s), KV cache "
+                 f"{p.kv_type}, "
                  f"flash attention {'on' if p.flash_attn else 'off'}, speculation "
                  f"{spec.mode.value}" + (f" (draft {spec.draft_tokens}, "
                                          f"{spec.tokens_per_step:.2f} tokens/step)"
@@ -233,35 +263,32 @@ def render(plan: Plan, model: str) -> str:
         soft = ", ".join(f"GPU {dict(w.numbers).get('gpu')}" for w in p.warnings
                          if w.code.value == "software_device_speed")
         lines.append(f"Predicted: not predicted ({soft} computes on the CPU, a software "
-                     f"device); nominal figures: decode {pr.decode_tps:.1f} t/s, prefill "
-                     f"{pr.prefill_tps:.0f} t/s, TTFT {pr.ttft_s:.2f} s")
+                     f"device); nominal figures: decode {fmt_tps(pr.decode_tps)} t/s, "
+                     f"prefill {fmt_tps(pr.prefill_tps)} t/s, TTFT {fmt_seconds(pr.ttft_s)}")
     else:
-        lines.append(f"Predicted: decode {pr.decode_tps:.1f} t/s, prefill "
-                     f"{pr.prefill_tps:.0f} t/s, TTFT {pr.ttft_s:.2f} s for "
+        lines.append(f"Predicted: decode {fmt_tps(pr.decode_tps)} t/s, prefill "
+                     f"{fmt_tps(pr.prefill_tps)} t/s, TTFT {fmt_seconds(pr.ttft_s)} for "
                      f"{pr.prompt_tokens} prompt tokens (depth {pr.depth})")
     if p.projector is not None:
         from planner.projector import image_ttft_s
 
         with_image = image_ttft_s(pr.ttft_s, pr.prefill_tps, p.projector)
-        lines.append(f"  with one image: TTFT {with_image:.2f} s")
+        lines.append(f"  with one image: TTFT {fmt_seconds(with_image)}")
     if p.calibration is not None and p.calibration.runs and p.raw_predicted is not None:
         raw = p.raw_predicted
         lines.append(f"  calibrated on {p.calibration.runs} runs on this machine "
-                     f"({p.calibration.scope}); raw prediction: decode {raw.decode_tps:.1f} "
-                     f"t/s, prefill {raw.prefill_tps:.0f} t/s")
+                     f"({p.calibration.scope}); raw prediction: decode "
+                     f"{fmt_tps(raw.decode_tps)} t/s, prefill {fmt_tps(raw.prefill_tps)} t/s")
     if p.bottleneck:
-        b = p.bottleneck
-        lines.append(f"Bottleneck: {b.kind.value} on {b.device} ({b.what}, "
-                     f"{b.share * 100:.0f}% of the time per token)")
-    for n in p.decisions:
-        lines.append(f"  decision: {_note(n)}")
-    for w in p.warnings:
-        lines.append(f"  warning: {_note(w)}")
-    for a in p.advice:
-        verdict = "helps" if a.helps else "does not help"
-        extra = " ".join(f"{k}={v}" for k, v in a.numbers)
-        lines.append(f"  advice: {a.code.value} {extra} -> decode {a.decode_tps:.1f} t/s "
-                     f"({verdict})")
+        lines.append(words.bottleneck_line(p.bottleneck))
+    said = words.messages(p)
+    if said:
+        lines.append("Why:")
+        lines.extend(f"  {m}" for m in said)
+    shown = words.shown_advice(p)
+    if shown:
+        lines.append("Advice:")
+        lines.extend(f"  - {words.advice_line(a)}" for a in shown)
     e = p.engine.to_json()  # as the plan document says it
     lines.append(f"Engine: n_gpu_layers={e['n_gpu_layers']} tensor_split={e['tensor_split']} "
                  f"main_gpu={e['main_gpu']} n_ctx={e['n_ctx']} type_k/v={p.kv_type} "
@@ -269,7 +296,3 @@ def render(plan: Plan, model: str) -> str:
     if e.get("rpc_workers"):
         lines.append(f"  devices={e['devices']} rpc_workers={e['rpc_workers']}")
     return "\n".join(lines)
-
-
-def _note(note: Note) -> str:
-    return str(note.code.value) + "".join(f" {k}={v}" for k, v in note.numbers)

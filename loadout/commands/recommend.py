@@ -70,13 +70,17 @@ def run(args: argparse.Namespace) -> int:
                                                            result.skipped)
                                                   or "the catalog is empty"), file=sys.stderr)
         return 1
+    from loadout import words
+
     print(f"{'#':>2}  {'model':<40} {'quant':<11} {'fit':<18} {'decode':>9} {'TTFT':>7} "
           f"{'quality':<13} {'download':>9}")
-    for i, r in enumerate(result.items, 1):
-        warn = f"  ! {', '.join(r.warnings)}" if r.warnings else ""
-        print(f"{i:>2}  {r.name[:40]:<40} {r.quant:<11} {BADGES[r.fit.value]:<18} "
-              f"{r.decode_tps:>5.1f} t/s {r.ttft_s:>6.2f}s {r.quality_tier:<13} "
-              f"{_size(r.download_bytes):>9}{warn}")
+    with words.user_language():
+        for i, r in enumerate(result.items, 1):
+            print(f"{i:>2}  {r.name[:40]:<40} {r.quant:<11} {BADGES[r.fit.value]:<18} "
+                  f"{r.decode_tps:>5.1f} t/s {r.ttft_s:>6.2f}s {r.quality_tier:<13} "
+                  f"{_size(r.download_bytes):>9}")
+            for code in r.warnings:  # the sentence the wizard shows, not the code
+                print(f"      ! {words.recommendation_warning(code)}")
     for model_id, reason in result.skipped:
         print(f"    skipped {model_id}: {reason}", file=sys.stderr)
     print("decode = predicted decode t/s; TTFT for a 1024-token prompt. "

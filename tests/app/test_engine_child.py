@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -35,8 +34,8 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not supported(), reason="tying a child to its parent is Linux-only")
 def test_the_engine_ends_when_the_app_is_killed() -> None:
+    # POSIX: the parent's death signal and its number polled; Windows: its handle waited on
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE,
                               env=env, cwd=ROOT, text=True)
@@ -45,7 +44,7 @@ def test_the_engine_ends_when_the_app_is_killed() -> None:
         child = int(parent.stdout.readline())
         assert _alive(child)
         time.sleep(0.5)  # dies before or after the child is tied to it: both must work
-        os.kill(parent.pid, signal.SIGKILL)  # the app crashes
+        parent.kill()  # the app crashes (SIGKILL; TerminateProcess on Windows)
         parent.wait(10)
         deadline = time.monotonic() + 10
         while _alive(child) and time.monotonic() < deadline:
@@ -81,3 +80,57 @@ def test_the_engine_ends_when_the_apps_lifeline_closes_though_its_parent_lives(
     finally:
         child.kill()
         child.wait(10)
+
+
+def test_the_wrapper_goes_before_the_engine_on_every_os(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    import app.engine_child as ec
+
+    monkeypatch.setattr(ec.sys, "platform", "win32")
+    assert ec.wrapper_arguments() == ["-m", "app.engine_child"]  # no pipe: the pid is watched
+    monkeypatch.setattr(ec.sys, "platform", "linux")
+    if supported():
+        args = ec.wrapper_arguments()
+        assert args[:3] == ["-m", "app.engine_child", "--lifeline"] and args[3].isdigit()
+
+
+def test_the_engine_writes_utf8_to_the_apps_pipes_whatever_the_locale(tmp_path: Path) -> None:
+    # Windows writes pipes in its ANSI code page; PYTHONIOENCODING stands in for it here
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "cp1252"}
+    code = "import sys; print('mod\u00e8le \u6f22 ok'); print('\u6f22', file=sys.stderr)"
+    run = subprocess.run([sys.executable, "-m", "app.engine_child", "-c", code], env=env,
+                         cwd=ROOT, capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.decode("utf-8").strip() == "mod\u00e8le \u6f22 ok"
+    assert "\u6f22" in run.stderr.decode("utf-8")
+
+
+def test_a_frozen_windowed_app_starts_its_engine_with_the_console_executable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.engine_launch import python_executable
+
+    windowed = tmp_path / ("Loadout.exe" if sys.platform == "win32" else "Loadout")
+    console = tmp_path / ("loadout-cli.exe" if sys.platform == "win32" else "loadout-cli")
+    windowed.write_bytes(b"")
+    monkeypatch.setattr(sys, "executable", str(windowed))
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert python_executable() == str(windowed)  # Linux's bundle: one console executable
+    console.write_bytes(b"")
+    assert python_executable() == str(console)  # its stdout is the pipe the app reads
+    monkeypatch.delattr(sys, "frozen")
+    assert python_executable() == str(windowed)  # not frozen: this interpreter
+
+
+def test_a_frozen_app_measures_the_machine_with_the_console_executable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.calibration_job import command
+
+    assert command("demo")[:4] == [sys.executable, "-m", "loadout", "calibrate"]
+    windowed = tmp_path / ("Loadout.exe" if sys.platform == "win32" else "Loadout")
+    console = tmp_path / ("loadout-cli.exe" if sys.platform == "win32" else "loadout-cli")
+    windowed.write_bytes(b"")
+    console.write_bytes(b"")
+    monkeypatch.setattr(sys, "executable", str(windowed))
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert command("demo", ["--seconds", "5"]) == [
+        str(console), "calibrate", "demo", "--seconds", "60", "--json", "--seconds", "5"]

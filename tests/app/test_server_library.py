@@ -85,7 +85,8 @@ def _library_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
     write_llama(home / "models" / "mine.gguf", Shape(n_vocab=2048))
-    for name, value in (("HOME", tmp_path), ("HF_HUB_CACHE", tmp_path / "hf"),
+    for name, value in (("HOME", tmp_path), ("USERPROFILE", tmp_path),
+                        ("HF_HUB_CACHE", tmp_path / "hf"),
                         ("OLLAMA_MODELS", tmp_path / "ollama"), ("LOADOUT_HOME", home)):
         monkeypatch.setenv(name, str(value))
     return home

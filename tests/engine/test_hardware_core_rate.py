@@ -95,7 +95,7 @@ def test_the_child_that_fails_hangs_or_lies_gives_no_figure() -> None:
     assert rate is not None and (rate.prefill_gflops, rate.decode_gbps) == (99.5, 12.25)
 
 
-def test_a_rate_measured_while_busy_is_measured_again_and_the_best_kept(
+def test_a_rate_measured_while_busy_is_kept_until_measured_again_then_the_best_kept(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.hardware as hw
 
@@ -109,15 +109,31 @@ def test_a_rate_measured_while_busy_is_measured_again_and_the_best_kept(
     monkeypatch.setattr(hw, "_busy", lambda threads: True)
     first = detect(model_dirs=[], sources=sources).host
     assert (first.core_prefill_gflops, first.core_decode_gbps) == (100.0, 20.0)
-    # still busy: measured again, each figure's best kept (a neighbour only slows a core)
-    second = detect(model_dirs=[], sources=sources).host
+    assert ProbeCache.load(tmp_path, _key(tmp_path)).cpu["busy"] is True
+    # taken while busy, yet kept: the next detections (busy or idle) do not measure it
+    for busy in (True, False):
+        monkeypatch.setattr(hw, "_busy", lambda threads, busy=busy: busy)
+        again = detect(model_dirs=[], sources=sources).host
+        assert (again.core_prefill_gflops, again.core_decode_gbps) == (100.0, 20.0)
+    assert len(answers) == 2
+    # measured again when asked, still busy: each figure's best kept
+    monkeypatch.setattr(hw, "_busy", lambda threads: True)
+    second = detect(model_dirs=[], remeasure=True, sources=sources).host
     assert (second.core_prefill_gflops, second.core_decode_gbps) == (130.0, 20.0)
+    # measured on an idle machine: the clean figures replace the old ones
     monkeypatch.setattr(hw, "_busy", lambda threads: False)
-    third = detect(model_dirs=[], sources=sources).host  # measured on an idle machine ...
-    assert (third.core_prefill_gflops, third.core_decode_gbps) == (130.0, 20.0)
-    assert not answers
-    fourth = detect(model_dirs=[], sources=sources).host  # ... and not measured again
-    assert (fourth.core_prefill_gflops, fourth.core_decode_gbps) == (130.0, 20.0)
+    third = detect(model_dirs=[], refine=True, sources=sources).host
+    assert (third.core_prefill_gflops, third.core_decode_gbps) == (90.0, 10.0)
+    assert not answers and ProbeCache.load(tmp_path, _key(tmp_path)).cpu["busy"] is False
+
+
+def test_a_probe_that_fails_when_measured_again_keeps_the_figure(tmp_path: Path) -> None:
+    answers: list[core_rate.CoreRate | None] = [core_rate.CoreRate(100.0, 20.0), None]
+    sources = Sources(cache_dir=tmp_path,
+                      core_probe=lambda cancelled: answers.pop(0))
+    detect(model_dirs=[], sources=sources)
+    kept = detect(model_dirs=[], remeasure=True, sources=sources).host
+    assert not answers and (kept.core_prefill_gflops, kept.core_decode_gbps) == (100.0, 20.0)
 
 
 def test_a_child_that_writes_much_to_stderr_is_still_read() -> None:

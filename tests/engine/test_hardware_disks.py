@@ -47,6 +47,7 @@ def _fake_block(root: Path, folder: Path, disk: str, part: str | None, rotationa
     return root
 
 
+@pytest.mark.skipif(not hasattr(os, "major"), reason="sysfs and device numbers are Linux's")
 @pytest.mark.parametrize(("disk", "part", "rotational", "slave_of", "kind"), [
     ("nvme0n1", "nvme0n1p2", "0", None, DiskKind.NVME),
     ("sda", "sda1", "0", None, DiskKind.SSD),
@@ -64,6 +65,7 @@ def test_device_kind_from_sysfs(tmp_path: Path, disk: str, part: str | None, rot
     assert device.cache_key == f"{disk}:1000215216"
 
 
+@pytest.mark.skipif(not hasattr(os, "major"), reason="device numbers are POSIX's")
 def test_real_device_of_this_checkout_is_found() -> None:
     device = block_device(Path(__file__).parent)
     st = os.stat(Path(__file__).parent)
@@ -187,3 +189,58 @@ def test_a_models_folder_that_cannot_be_created_is_explained(
     assert disk.path == str(blocker / "models") and not disk.measured
     assert "models_folder_unusable" in disk.notes and "read_nominal" in disk.notes
     assert "models_folder_unusable" in inv.notes
+
+
+def _as_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as Windows's Python sees the OS: no device numbers, no fadvise, no
+    readv, no pread, no load average (what ``loadout detect`` crashed on there)."""
+    import sys
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    for name in ("major", "minor", "posix_fadvise", "readv", "pread", "getloadavg",
+                 "sched_getaffinity"):
+        monkeypatch.delattr(os, name, raising=False)
+
+
+def test_on_windows_the_disk_kind_is_unknown_and_detection_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _as_windows(monkeypatch)
+    device = block_device(tmp_path)
+    assert (device.name, device.kind, device.notes) == ("", DiskKind.UNKNOWN,
+                                                        ("device_unknown",))
+    assert block_device(tmp_path / "gone").notes == ("folder_missing",)
+
+
+def test_on_windows_the_read_probe_reads_and_says_the_cache_stayed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tmp_path / "model.gguf"
+    big.write_bytes(os.urandom(4 * MIB) * 10)
+    _as_windows(monkeypatch)
+    result = probe_read(tmp_path, max_bytes=16 * MIB, min_file_bytes=32 * MIB, chunk=4 * MIB)
+    assert result.bytes_read == 16 * MIB and result.read_gbps > 0
+    assert "page_cache_not_dropped" in result.notes
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    written = probe_read(empty, temp_bytes=4 * MIB)  # written in binary: 4 MiB, not more
+    assert written.bytes_read == 4 * MIB and "temp_file" in written.notes
+    assert list(empty.iterdir()) == []
+
+
+def test_on_windows_host_threads_and_gguf_reads_need_no_posix_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psutil
+
+    from engine.gguf_file import file_read_at
+    from engine.hardware import _busy
+    from engine.hardware.host import usable_threads
+
+    data = tmp_path / "blob"
+    data.write_bytes(bytes(range(256)) * 4)
+    affinity = len(psutil.Process().cpu_affinity() or [])
+    _as_windows(monkeypatch)
+    assert usable_threads() == affinity  # psutil's affinity, as on Windows
+    assert _busy(1) is False  # no load average: never called busy
+    with data.open("rb") as handle:
+        read_at = file_read_at(handle)
+        assert read_at(250, 10) == bytes([250, 251, 252, 253, 254, 255, 0, 1, 2, 3])
+        assert read_at(0, 2) == b"\x00\x01"

@@ -40,6 +40,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
     return detect(model_dirs=[models], sources=Sources(cache_dir=cache))
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="compares with Linux's /proc")
 def test_host_agrees_with_proc(measured: Inventory) -> None:
     host, mem = measured.host, _meminfo()
     assert host.ram_total_bytes == mem["MemTotal"]
@@ -73,7 +74,8 @@ def test_detect_json_round_trips(measured: Inventory) -> None:
     assert Inventory.from_json(doc) == measured
 
 
-def test_second_detect_uses_the_cache_and_remeasure_refreshes(tmp_path: Path) -> None:
+def test_second_detect_uses_the_cache_and_remeasure_refreshes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     models = tmp_path / "models"
     models.mkdir()
     sources = Sources(cache_dir=tmp_path / "cache")
@@ -95,7 +97,10 @@ def test_second_detect_uses_the_cache_and_remeasure_refreshes(tmp_path: Path) ->
     planted = detect(model_dirs=[], sources=sources)
     assert planted.host.bandwidth_gbps == 12345.0
     assert planted.host.core_prefill_gflops == 1234.5
-    # ... and that remeasure does not.
+    # ... and that remeasure does not (on an idle machine: a new figure replaces the old).
+    import engine.hardware as hw
+
+    monkeypatch.setattr(hw, "_busy", lambda threads: False)
     again = detect(model_dirs=[], remeasure=True, sources=sources)
     assert again.host.bandwidth_gbps != 12345.0
     assert 0 < again.host.core_prefill_gflops != 1234.5
@@ -187,28 +192,86 @@ def test_cli_detect_json_is_a_rig_file_and_text_is_readable(tmp_path: Path) -> N
     assert f"Disk {tmp_path / 'models'}" in text
 
 
-def test_a_figure_measured_while_busy_is_measured_again_and_the_best_kept(
+def _this_key(tmp_path: Path) -> str:
+    first = detect(model_dirs=[], measure=False, sources=Sources(cache_dir=tmp_path))
+    return fingerprint(first.host.cpu, first.host.threads, first.host.ram_total_bytes,
+                       [(g.name, g.total_bytes) for g in first.gpus])
+
+
+def test_a_figure_taken_while_busy_is_kept_and_not_measured_again_by_a_command(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.hardware as hw
 
     sources = Sources(cache_dir=tmp_path)
-    first = detect(model_dirs=[], measure=False, sources=sources)  # to learn the fingerprint
-    key = fingerprint(first.host.cpu, first.host.threads, first.host.ram_total_bytes,
-                      [(g.name, g.total_bytes) for g in first.gpus])
+    key = _this_key(tmp_path)
+    # an implausibly low figure, taken busy: a probe would read far more than 0.5 GB/s
+    core = hw.core_rate.cache_entry(hw.core_rate.CoreRate(0.5, 0.25), busy=True)
+    ProbeCache(key, host={"bandwidth_gbps": 0.5, "busy": True, "measured_at": 1.0},
+               cpu=core).save(tmp_path)
+    before = (tmp_path / FILE_NAME).read_text()
+    for busy in (True, False):  # busy or idle now, a measuring detection keeps them
+        monkeypatch.setattr(hw, "_busy", lambda threads, busy=busy: busy)
+        inv = detect(model_dirs=[], sources=sources)
+        assert inv.host.bandwidth_gbps == 0.5 and "bandwidth_gbps" in inv.host.measured
+        assert (inv.host.core_prefill_gflops, inv.host.core_decode_gbps) == (0.5, 0.25)
+        assert "host_busy_while_measuring" in inv.notes  # ... and says how to fix it
+    assert (tmp_path / FILE_NAME).read_text() == before  # nothing measured, nothing written
+
+
+def test_measuring_again_keeps_the_best_while_busy_and_an_idle_figure_replaces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.hardware as hw
+
+    sources = Sources(cache_dir=tmp_path)
+    key = _this_key(tmp_path)
     monkeypatch.setattr(hw, "_busy", lambda threads: True)
-    # still busy: measured again; a higher earlier figure is kept (contention only slows)
+    # still busy: a higher earlier figure is kept (contention only slows a copy) ...
     ProbeCache(key, host={"bandwidth_gbps": 10_000.0, "busy": True}).save(tmp_path)
-    kept = detect(model_dirs=[], sources=sources)
+    kept = detect(model_dirs=[], remeasure=True, sources=sources)
     assert kept.host.bandwidth_gbps == 10_000.0 and "host_busy_while_measuring" in kept.notes
+    # ... a lower one gives way to the new figure, the daily pass (refine) as --remeasure
     ProbeCache(key, host={"bandwidth_gbps": 0.5, "busy": True}).save(tmp_path)
-    busy = detect(model_dirs=[], sources=sources)
+    busy = detect(model_dirs=[], refine=True, sources=sources)
     assert busy.host.bandwidth_gbps > 0.5 and "host_busy_while_measuring" in busy.notes
-    assert detect(model_dirs=[], measure=False, sources=sources).host.bandwidth_gbps == \
+    assert detect(model_dirs=[], sources=sources).host.bandwidth_gbps == \
         busy.host.bandwidth_gbps
     monkeypatch.setattr(hw, "_busy", lambda threads: False)  # idle now: a clean figure
-    idle = detect(model_dirs=[], sources=sources)
-    assert idle.host.bandwidth_gbps > 0.5 and "host_busy_while_measuring" not in idle.notes
+    ProbeCache(key, host={"bandwidth_gbps": 10_000.0, "busy": True}).save(tmp_path)
+    idle = detect(model_dirs=[], remeasure=True, sources=sources)
+    assert 0.5 < idle.host.bandwidth_gbps < 10_000.0
+    assert "host_busy_while_measuring" not in idle.notes
     assert ProbeCache.load(tmp_path, key).host["busy"] is False
+
+
+def test_the_background_pass_is_due_once_a_day_for_busy_figures_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import engine.hardware as hw
+    from engine.hardware import refine_due
+
+    sources = Sources(cache_dir=tmp_path)
+    key = _this_key(tmp_path)
+    inv = detect(model_dirs=[], measure=False, sources=sources)
+    now = time.time()
+    day = 24 * 3600
+    ProbeCache(key, host={"bandwidth_gbps": 9.0, "busy": False, "measured_at": now - 9 * day}
+               ).save(tmp_path)
+    assert not refine_due(inv, now=now, sources=sources)  # idle figures: never again
+    ProbeCache(key, host={"bandwidth_gbps": 9.0, "busy": True, "measured_at": now - 3600}
+               ).save(tmp_path)
+    assert not refine_due(inv, now=now, sources=sources)  # measured within the day
+    assert refine_due(inv, now=now + day, sources=sources)
+    ProbeCache(key, cpu={"busy": True}).save(tmp_path)  # no time: due
+    assert refine_due(inv, now=now, sources=sources)
+    # the pass itself, still busy, starts the day again
+    monkeypatch.setattr(hw, "_busy", lambda threads: True)
+    ProbeCache(key, host={"bandwidth_gbps": 9.0, "busy": True, "measured_at": now - day}
+               ).save(tmp_path)
+    detect(model_dirs=[], refine=True, sources=Sources(
+        cache_dir=tmp_path, core_probe=lambda cancelled: None))
+    assert not refine_due(inv, sources=sources)
+    assert refine_due(inv, now=time.time() + day, sources=sources)
 
 
 def test_the_clock_comes_from_cpufreq_else_cpuinfo(tmp_path: Path,
@@ -228,3 +291,19 @@ def test_the_clock_comes_from_cpufreq_else_cpuinfo(tmp_path: Path,
     assert detected.clock_ghz >= 0.0
     assert Inventory.from_json(Inventory((), detected, ()).to_json()).host.clock_ghz == \
         detected.clock_ghz
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="the registry is Windows's")
+def test_on_windows_the_cpu_is_named_as_its_maker_names_it() -> None:
+    from engine.hardware.host import _windows_cpu
+
+    name = _windows_cpu()
+    assert name and "Family" not in name
+    assert probe_host().cpu == name
+
+
+def test_off_windows_the_registry_is_not_asked() -> None:
+    from engine.hardware.host import _windows_cpu
+
+    if sys.platform != "win32":
+        assert _windows_cpu() == ""

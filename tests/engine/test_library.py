@@ -28,6 +28,7 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llama_gguf: Path,
     """A home folder where Loadout, the hub cache, LM Studio and Ollama each keep models."""
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))  # Windows's home folder
     monkeypatch.delenv("OLLAMA_MODELS", raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(home / ".cache" / "huggingface" / "hub"))
     # Loadout's own download

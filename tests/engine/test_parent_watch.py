@@ -83,3 +83,53 @@ def test_without_a_pipe_the_engine_ends_when_its_parent_is_killed() -> None:
     finally:
         app.kill()
         app.wait(10)
+
+
+def _waits(target: object, within_s: float) -> bool:
+    """Whether ``target()`` is still blocking after ``within_s`` (run in a thread)."""
+    import threading
+
+    thread = threading.Thread(target=target, daemon=True)  # type: ignore[arg-type]
+    thread.start()
+    thread.join(within_s)
+    return thread.is_alive()
+
+
+def test_waiting_on_a_process_returns_when_it_ends() -> None:
+    # how a Windows engine watches its app (the app's number never changes there)
+    from engine.parent_watch import wait_for_exit
+
+    older = psutil.Process().parent()
+    assert older is not None
+    assert _waits(lambda: wait_for_exit(older.pid), 0.5)  # a living, older process
+    # a process started after this one can only hold a dead parent's reused number
+    younger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not _waits(lambda: wait_for_exit(younger.pid), 2.0)
+    finally:
+        younger.kill()
+        younger.wait(10)
+    assert not _waits(lambda: wait_for_exit(younger.pid), 2.0)  # gone: returns at once
+
+
+def test_waiting_on_a_process_wakes_when_it_is_killed() -> None:
+    # stand-in for the app: a process older than the waiter, the waiter its child
+    code = ("import sys, time; from engine.parent_watch import wait_for_exit; "
+            "wait_for_exit(int(sys.argv[1])); print('woke', flush=True)")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    waiter = subprocess.Popen([sys.executable, "-c", code, str(sleeper.pid)], env=env,
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        assert waiter.poll() is None, "the waiter returned while the process lived"
+        started = time.monotonic()
+        sleeper.kill()
+        sleeper.wait(10)  # reaped, as a dead app's parent (or Windows) would
+        out, _ = waiter.communicate(timeout=10)
+        assert out.strip() == "woke"
+        assert time.monotonic() - started < 5
+    finally:
+        for proc in (sleeper, waiter):
+            proc.kill()
+            proc.wait(10)

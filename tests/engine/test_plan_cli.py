@@ -40,7 +40,7 @@ def test_plan_text_shows_the_memory_map_speeds_and_advice(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "demo", "--rig", _rig_file(tmp_path, rig(ram_gib=16))]) == 0
     out = capsys.readouterr().out
-    for words in ("Memory map", "host", "Predicted: decode", "prefill", "TTFT", "advice"):
+    for words in ("Memory map", "host", "Predicted: decode", "prefill", "TTFT", "Advice:"):
         assert words in out
 
 
@@ -93,3 +93,77 @@ def test_plan_without_a_rig_plans_for_this_machine(capsys: pytest.CaptureFixture
     assert doc["fits"] is True
     assert doc["predicted"]["depth"] == 100
     assert doc["engine"]["n_threads"] >= 1
+
+
+@pytest.mark.parametrize("data", [b"GGUF", b"", b"GGUF\x03\x00\x00\x00" + b"\xff" * 16,
+                                  b"not a model at all\n"],
+                         ids=["four-bytes", "empty", "hostile-counts", "text"])
+def test_a_malformed_file_is_refused_before_the_machine_is_detected(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        data: bytes) -> None:
+    import engine.hardware
+
+    detected: list[int] = []
+
+    def detect(**_kwargs: object) -> Inventory:  # the real one measures for seconds
+        detected.append(1)
+        raise AssertionError("the machine was detected before the file was read")
+
+    monkeypatch.setattr(engine.hardware, "detect", detect)
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(data)
+    assert main(["plan", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("loadout plan: error:") and "bad.gguf" in err
+    assert detected == []
+    # a bad option is refused before detection too
+    assert main(["plan", "demo", "--spec", "warp:9"]) == 2
+    assert detected == []
+
+
+def _fields(entry: dict) -> dict:  # type: ignore[type-arg]
+    return {k: v for k, v in entry.items()
+            if k not in ("code", "decode_tps", "fits", "helps")}
+
+
+@pytest.mark.parametrize("case", ["demo-cpu", "70b-spills-creative", "70b-two-gpus-code"])
+def test_plan_text_words_every_code_as_the_window_does_and_json_keeps_the_codes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
+    import re
+
+    from app.texts import code_sentence
+
+    seventy = str(write_llama(tmp_path / "llama-70b.gguf", LLAMA_70B, header_only=True))
+    model, machine, task = {"demo-cpu": ("demo", rig(ram_gib=16), "chat"),
+                            "70b-spills-creative": (seventy, rig(RTX_3090, ram_gib=32),
+                                                    "creative"),
+                            "70b-two-gpus-code": (seventy, rig(RTX_4090, RTX_3090, ram_gib=64),
+                                                  "code")}[case]
+    argv = [model, "--rig", _rig_file(tmp_path, machine), "--task", task]
+    doc = _json(capsys, *argv)
+    assert main(["plan", *argv]) == 0
+    text = capsys.readouterr().out
+    said = [(w["code"], _fields(w)) for w in doc["warnings"]] + \
+        [(d["code"], _fields(d)) for d in doc["decisions"]] + \
+        [(r, {}) for r in doc["reasons"]] + [(r["reason"], {}) for r in doc["roles"]]
+    assert said and doc["advice"]
+    for code, fields in said:
+        assert code_sentence(code, fields) in text, code
+    for advice in doc["advice"]:  # the sentence, its numbers in GiB, and the speed it gives
+        line = f"{code_sentence(advice['code'], _fields(advice))} → decode "
+        if not advice["helps"] and advice["code"] != "advice_no_change_needed":
+            assert line not in text, advice  # as the window: JSON only
+            continue
+        assert line in text, advice
+        shown = re.search(re.escape(line) + r"([0-9.]+) t/s", text)
+        assert shown is not None and float(shown.group(1)) == pytest.approx(
+            advice["decode_tps"], rel=0.01, abs=0.01)
+    if doc["bottleneck"]:
+        assert code_sentence(doc["bottleneck"]["kind"]) in text
+    # not one code, and no raw byte count (ram_bytes=50551980032) is left for a person
+    codes = {c for c, _ in said} | {a["code"] for a in doc["advice"]}
+    codes -= {"fits"}  # also the plain word of the first line
+    words = set(re.findall(r"[a-z0-9_]+", text))
+    assert not codes & words, codes & words
+    assert not re.search(r"\d{7,}", text) and "_bytes" not in text
+    assert "GiB" in text and " t/s" in text

@@ -254,3 +254,25 @@ def test_cli_offline_and_never_listed_says_so(tmp_path: Path, monkeypatch: pytes
     assert main(["recommend", "--rig", str(rig_file)]) == 1
     captured = capsys.readouterr()
     assert "offline: never listed" in captured.err and captured.out == ""
+
+
+def test_cli_text_words_the_warnings_as_the_wizard_does(
+        market: tuple[HubServer, Path], catalog: Catalog, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from app.texts import code_sentence
+
+    _, path = market
+    rig_file = tmp_path / "rig.json"
+    rig_file.write_text(json.dumps({"schema": "loadout.inventory/1", **RIGS["24gb"]}))
+    for task, code in (("agent", "low_bits_for_task"), ("chat", "low_bits")):
+        argv = ["recommend", "--rig", str(rig_file), "--task", task, "--catalog", str(path),
+                "--all-quants"]
+        assert main([*argv, "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert any(code in r["warnings"] for r in doc["recommendations"])  # JSON: codes
+        assert main(argv) == 0
+        text = capsys.readouterr().out
+        sentence = code_sentence(code) if code != "low_bits" else \
+            "About 3 bits per weight or fewer: answers get noticeably worse."
+        assert f"! {sentence}" in text
+        assert code not in text.replace(sentence, "")

@@ -317,8 +317,8 @@ def test_library_serves_the_demo_and_the_users_models(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
     write_llama(home / "models" / "mine.gguf", Shape(n_vocab=2048))
-    empty = {"HOME": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hf"),
-             "OLLAMA_MODELS": str(tmp_path / "ollama")}
+    empty = {"HOME": str(tmp_path), "USERPROFILE": str(tmp_path),
+             "HF_HUB_CACHE": str(tmp_path / "hf"), "OLLAMA_MODELS": str(tmp_path / "ollama")}
     proc = ServerProcess("--library", *COMMON[2:], home=home, env=empty).start()
     try:
         by_id = {m["id"]: m for m in proc.get_json("/v1/models")["data"]}
@@ -334,8 +334,8 @@ def test_library_serves_the_model_folders_added_to_it(tmp_path: Path) -> None:
     (home / "models").mkdir(parents=True)
     (added / "sub").mkdir(parents=True)
     write_llama(added / "sub" / "extra.gguf", Shape(n_vocab=2048))
-    empty = {"HOME": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hf"),
-             "OLLAMA_MODELS": str(tmp_path / "ollama")}
+    empty = {"HOME": str(tmp_path), "USERPROFILE": str(tmp_path),
+             "HF_HUB_CACHE": str(tmp_path / "hf"), "OLLAMA_MODELS": str(tmp_path / "ollama")}
     proc = ServerProcess("--library", "--models-dir", str(added), "--models-dir",
                          str(tmp_path / "gone"), *COMMON[2:], home=home, env=empty).start()
     try:

@@ -217,3 +217,11 @@ DEEPSEEK_V3 = ModelShape("DeepSeek-V3", "deepseek2", 61, 7168, 128, 128, 128, 18
                          n_shared_ff=2048, dense_first=3, mla=(1536, 512, 64), nextn=1)
 GEMMA3_27B = ModelShape("Gemma-3-27B", "gemma3", 62, 5376, 32, 16, 128, 21504, 262144, 131072,
                         swa_period=6, swa_window=1024, tied=True)
+# Shapes of the partial-offload rows of the speed calibration (config.json of each model).
+QWEN3_14B = ModelShape("Qwen3-14B", "qwen3", 40, 5120, 40, 8, 128, 17408, 151936, 40960)
+QWEN3_32B = ModelShape("Qwen3-32B", "qwen3", 64, 5120, 64, 8, 128, 25600, 151936, 40960)
+QWEN25_14B = ModelShape("Qwen2.5-14B", "qwen2", 48, 5120, 40, 8, 128, 13824, 152064, 32768)
+MISTRAL_SMALL_24B = ModelShape("Mistral-Small-24B", "llama", 40, 5120, 32, 8, 128, 32768,
+                               131072, 32768)
+GEMMA3_12B = ModelShape("Gemma-3-12B", "gemma3", 48, 3840, 16, 8, 256, 15360, 262144, 131072,
+                        swa_period=6, swa_window=1024, tied=True)

@@ -160,3 +160,15 @@ def test_every_geometry_can_be_priced(tmp_path: Path, arch: str, kv: dict[str, A
         big = estimate(p, MemoryConfig(n_ctx=65536), Placement.all_on("host", p.n_layers))
         attn = sum(1 for la in p.layers if la.n_head_kv)
         assert (big[0].kv_bytes == one[0].kv_bytes) == (attn == 0)
+
+
+def test_gpt_oss_expert_width_is_read_from_the_weight_not_its_bias(tmp_path: Path) -> None:
+    from tests.helpers.gguf_factory import Shape
+    from tests.helpers.gguf_gpt_oss import write_gpt_oss
+
+    shape = Shape(n_layers=2, n_expert=8, n_expert_used=2, n_ff_exp=256)
+    data = write_gpt_oss(tmp_path / "oss.gguf", shape, header_only=True).read_bytes()
+    p = read_profile(lambda o, n: data[o:o + n], len(data))
+    # each expert bias is (width, n_expert): read as a width it gave 8, and the compute
+    # buffer of the experts' intermediates was priced 32x too narrow
+    assert [la.n_ff_exp for la in p.layers] == [256, 256]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from planner.codes import Code
 from planner.plan import plan
 from planner.quant import choose, is_low_bit
@@ -141,3 +143,15 @@ def test_priority_context_plans_the_training_context_when_memory_allows() -> Non
     assert context.context == model.n_ctx_train
     assert context.context >= speed.context
     assert context.fits and not context.streams_from_disk
+
+
+@pytest.mark.parametrize(("head_dim", "n_head", "kv"), [(16, 64, "f16"), (64, 16, "q8_0")])
+def test_a_quantized_cache_is_chosen_only_when_its_rows_are_whole_blocks(
+        head_dim: int, n_head: int, kv: str) -> None:
+    # llama.cpp refuses q8_0 / q4_0 for 16-wide heads (32-element blocks): the same cache
+    # (512 K and V elements per cell) picks q8_0 for 64-wide heads, keeps f16 for 16-wide
+    shape = S.ModelShape(f"hd{head_dim}", "llama", 32, 1024, n_head, 512 // head_dim,
+                         head_dim, 4096, 32000, 131072)
+    p = plan(rig(gpu("G", 8, 400)), S.build(shape, "Q4_K_M"),
+             Request(advise=False, context=131072))
+    assert p.kv_type == kv
