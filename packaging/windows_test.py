@@ -178,7 +178,9 @@ def first_start(wine: Wine, report: Report) -> None:
                          "the engine serves the bundled demo model")
             report.check(bool(health), f"the engine answered /health as loaded: {health}")
         wine.run(["taskkill", "/F", "/IM", "Loadout.exe"], timeout=120)
-        if port:
+        app_gone = _wait(lambda: app.poll() is not None, 30)
+        step["app_gone_after_taskkill"] = bool(app_gone)
+        if report.check(bool(app_gone), "taskkill /F ended the app") and port:
             gone = _wait(lambda: _engine_health(int(port.group(1))) is None, 60)
             step["engine_gone_after_app_killed"] = bool(gone)
             report.check(bool(gone), "the engine ended with the app (no orphan)")
