@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -145,6 +147,25 @@ def _wait(condition: Callable[[], object], timeout_s: float) -> object:
     return None
 
 
+def _linux_pids(wine: Wine, command_line: str) -> list[int]:
+    """The Linux processes of ``wine``'s prefix whose Windows command line is exactly
+    ``command_line`` (wine runs each Windows process as one Linux process)."""
+    found = []
+    marker = f"WINEPREFIX={wine.prefix}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].decode(errors="replace") == command_line and len(argv) == 1 \
+                and marker in environ:
+            found.append(int(entry.name))
+    return found
+
+
 def first_start(wine: Wine, report: Report) -> None:
     """The installed ``Loadout.exe`` opened offscreen for the first time (Journey 1's
     start, without the typing: nothing outside can give an offscreen Qt window input).
@@ -177,10 +198,14 @@ def first_start(wine: Wine, report: Report) -> None:
             report.check("_internal\\models\\SmolLM2" in str(line),
                          "the engine serves the bundled demo model")
             report.check(bool(health), f"the engine answered /health as loaded: {health}")
-        wine.run(["taskkill", "/F", "/IM", "Loadout.exe"], timeout=120)
+        # wine's taskkill /F does not end it; the Linux process wine runs it in, killed,
+        # ends as a Windows process ended by TerminateProcess (or a crash) does
+        gui = _linux_pids(wine, APP_DIR_WIN + r"\Loadout.exe")
+        for pid in gui:
+            os.kill(pid, signal.SIGKILL)
         app_gone = _wait(lambda: app.poll() is not None, 30)
-        step["app_gone_after_taskkill"] = bool(app_gone)
-        if report.check(bool(app_gone), "taskkill /F ended the app") and port:
+        step["app_gone_after_kill"] = bool(app_gone)
+        if report.check(bool(gui) and bool(app_gone), "the app was killed") and port:
             gone = _wait(lambda: _engine_health(int(port.group(1))) is None, 60)
             step["engine_gone_after_app_killed"] = bool(gone)
             report.check(bool(gone), "the engine ended with the app (no orphan)")
