@@ -4,6 +4,8 @@
     python3 packaging/build.py                      # CPU engine, Linux tarball, self-test
     python3 packaging/build.py --engines cpu,cuda --cuda-arch 89-real
     python3 packaging/build.py --jobs 1 --nice 19   # on a shared machine
+    python3 packaging/build.py --target windows     # on Linux: the Windows installer,
+                                                    # built and tested under wine
 
 From a clean checkout it first runs ``dev.py setup`` (the project's ``.venv``) and
 re-runs itself with that Python.
@@ -211,8 +213,47 @@ def reexec_in_venv(argv: list[str]) -> int:
     return subprocess.call([str(python), str(Path(__file__).resolve()), *argv], cwd=ROOT)
 
 
+def windows_main(argv: list[str]) -> int:
+    """``--target windows``: the Windows installer built on Linux under wine, then tested.
+
+    See ``packaging/windows_build.py`` and ``packaging/windows_test.py``.
+    """
+    import windows_build
+    import windows_test
+
+    parser = argparse.ArgumentParser(description="Build the Windows installer under wine.")
+    parser.add_argument("--target", choices=("windows",), required=True)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--nice", type=int, default=10)
+    parser.add_argument("--skip-test", action="store_true",
+                        help="build only; else install, self-test and uninstall under wine")
+    parser.add_argument("--keep-prefix", action="store_true",
+                        help="keep the test's wine prefix (its path is printed)")
+    args = parser.parse_args(argv)
+    record = windows_build.build(version(), max(1, args.jobs), args.nice)
+    code = 0
+    if not args.skip_test:
+        report = windows_test.run(Path(str(record["installer"])), args.keep_prefix)
+        record["test"] = {"passed": report.passed, "failures": report.failures,
+                          "steps": report.steps}
+        code = 0 if report.passed else 1
+    out = windows_build.WORK / "bundle.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    shown = {k: v for k, v in record.items() if k != "packages"}
+    print(json.dumps(shown, indent=2), flush=True)
+    return code
+
+
+def _target(argv: list[str]) -> str:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--target", default="host")
+    return str(parser.parse_known_args(argv)[0].target)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line of the bundle builder (see the module docstring)."""
+    if _target(list(sys.argv[1:] if argv is None else argv)) == "windows":
+        return windows_main(list(sys.argv[1:] if argv is None else argv))
     if not in_project_venv():
         return reexec_in_venv(list(sys.argv[1:] if argv is None else argv))
     parser = argparse.ArgumentParser(description="Build the Loadout bundle and installer.")
@@ -227,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--nice", type=int, default=0)
     parser.add_argument("--skip-self-test", action="store_true")
+    parser.add_argument("--target", choices=("host", "windows"), default="host",
+                        help="windows: the Windows installer, built and tested under wine")
     args = parser.parse_args(argv)
     started = time.monotonic()
     ensure_pyinstaller()

@@ -288,13 +288,14 @@ def build(recipe: Recipe, python: str, jobs: int, nice: int,
 
 
 def stage(wheel: Path, recipe: Recipe, dest: Path, bundle_runtime: bool = False,
-          cmake_args: str | None = None) -> Path:
+          cmake_args: str | None = None, target_platform: str = sys.platform) -> Path:
     """Unpack the wheel's ``llama_cpp`` package into ``dest/<backend>/`` with a manifest.
 
     With ``bundle_runtime`` the toolkit libraries the engine links against (CUDA runtime,
     cuBLAS) are copied beside it, so the user needs only the GPU driver. The manifest's
     ``cmake_args`` come from the build's ``build.json``, else ``cmake_args``, else the
-    recipe.
+    recipe. ``target_platform`` is the OS the build is for (``win32`` for one
+    cross-compiled for Windows: its DLLs are kept as they are).
     """
     target = dest / recipe.backend
     if target.exists():
@@ -303,7 +304,8 @@ def stage(wheel: Path, recipe: Recipe, dest: Path, bundle_runtime: bool = False,
     with zipfile.ZipFile(wheel) as zf:
         members = [m for m in zf.namelist() if m.startswith("llama_cpp/")]
         zf.extractall(target, members)
-    _restore_links(target / "llama_cpp" / "lib")
+    if target_platform != "win32":
+        _restore_links(target / "llama_cpp" / "lib")
     if bundle_runtime and recipe.runtime_libs:
         _copy_runtime_libs(target / "llama_cpp" / "lib", recipe.runtime_libs)
     build_info = wheel.parent / "build.json"
@@ -316,7 +318,7 @@ def stage(wheel: Path, recipe: Recipe, dest: Path, bundle_runtime: bool = False,
         cmake_args = shlex.join(recipe.cmake_args)
     manifest = {"schema": "loadout.engine/1", "backend": recipe.backend,
                 "engine": ENGINE, "cmake_args": cmake_args, "patches": patches,
-                "platform": sys.platform, "machine": platform.machine()}
+                "platform": target_platform, "machine": platform.machine()}
     (target / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return target
 
