@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.server.errors import ApiError, bad
@@ -41,6 +41,8 @@ class RequestLimits:
             names none (the context caps both too).
         grammar: the budget of grammars and JSON schemas.
         images: what images a chat request may carry (count, bytes, pixels, URLs).
+        sampling_defaults: the server's defaults for a request that names none
+            (``temperature``, ``seed``: llama-server's ``--temp`` and ``--seed``).
     """
 
     max_json_depth: int = 64
@@ -51,6 +53,7 @@ class RequestLimits:
     max_tokens: int = 1 << 31
     grammar: GrammarLimits = DEFAULT_LIMITS
     images: ImageLimits = DEFAULT_IMAGE_LIMITS
+    sampling_defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
 DEFAULT_REQUEST_LIMITS = RequestLimits()
