@@ -16,7 +16,9 @@ repository.
 It prints, per file, the tests passed on each server and how many of those passing on
 llama-server pass on Loadout, then every test that passes on llama-server only, with the
 first line of its failure on Loadout. Results are kept as JSON in the cache folder
-(``suite-<target>.json``); ``--reuse`` compares with the kept run of the other server.
+(``suite-<target>.json``, merged test by test over runs) and pytest's report of the last
+run beside it (``suite-<target>.log``); ``--reuse`` compares with the kept run of the
+other server.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def suite_python() -> Path:
     if not marker.is_file() or marker.read_text() != "\n".join(SUITE_PACKAGES):
         venv.create(root, with_pip=True, clear=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *SUITE_PACKAGES],
-                       check=True)
+                       check=True, stderr=subprocess.DEVNULL)
         marker.write_text("\n".join(SUITE_PACKAGES))
     return python
 
@@ -100,13 +102,15 @@ def run_suite(target: str, server: Path, tests: Path, files: list[str], keyword:
            "LOADOUT_HOME": str(work / "home"), "HF_HUB_OFFLINE": "1",
            "PORT": str(random.randint(20000, 40000)), "LLAMA_CACHE": str(work / "cache")}
     env.pop("DEBUG", None)
-    args = [str(suite_python()), "-m", "pytest", "-p", "llama_server_suite_plugin", "-q",
+    args = [str(suite_python()), "-m", "pytest", "-p", "llama_server_suite_plugin",
             "-p", "no:cacheprovider", f"--timeout={timeout_s}", f"--junitxml={report}",
             *(files or ["unit"])]
     if keyword:
         args += ["-k", keyword]
-    subprocess.run(args, cwd=tests, env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    # pytest's own report (one line per test with -v) goes to a log to follow the run
+    with open(cache_dir() / f"suite-{target}.log", "w", encoding="utf-8") as log:
+        subprocess.run([*args, "-v", "-p", "no:warnings"], cwd=tests, env=env, stdout=log,
+                       stderr=subprocess.STDOUT)
     return parse_junit(report)
 
 
@@ -126,6 +130,16 @@ def parse_junit(report: Path) -> dict[str, dict[str, str]]:
                 outcome = "skipped"
         results.setdefault(f"{module}.py", {})[name] = outcome
     return results
+
+
+def keep(target: str, results: dict[str, dict[str, str]]) -> None:
+    """Merge a run's results into the kept ones of ``target`` (test by test), so runs of
+    single files add up to the whole suite."""
+    kept = cache_dir() / f"suite-{target}.json"
+    old = json.loads(kept.read_text()) if kept.is_file() else {}
+    for module, tests in results.items():
+        old.setdefault(module, {}).update(tests)
+    kept.write_text(json.dumps(old, indent=1, sort_keys=True))
 
 
 def summary(runs: dict[str, dict[str, dict[str, str]]]) -> str:
@@ -150,6 +164,10 @@ def summary(runs: dict[str, dict[str, dict[str, str]]]) -> str:
     if misses:
         lines.append("passing on llama-server only:")
         lines += misses
+    if not llama:
+        lines.append("not passing on loadout:")
+        lines += [f"  {m}::{t}: {o}" for m, ts in sorted(ours.items())
+                  for t, o in sorted(ts.items()) if o != "passed"]
     return "\n".join(lines)
 
 
@@ -163,6 +181,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=180, help="seconds per test")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args()
+    cache_dir()  # before llama_tools reads LOADOUT_BENCH_CACHE
     tests = suite_dir()
     files = [f if f.startswith("unit/") else f"unit/{f}" for f in args.files]
     targets = TARGETS if args.target == "both" else (args.target,)
@@ -174,9 +193,7 @@ def main() -> int:
                 else loadout_launcher(work)
             runs[target] = run_suite(target, server, tests, files, args.keyword,
                                      args.timeout, work)
-            kept = cache_dir() / f"suite-{target}.json"
-            if not files and not args.keyword:
-                kept.write_text(json.dumps(runs[target], indent=1))
+            keep(target, runs[target])
         shutil.rmtree(work / "cache", ignore_errors=True)
     if args.reuse:
         for target in TARGETS:

@@ -92,10 +92,11 @@ def info_routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
         body = await kit.read_json(request)
         engine, served = state.require()
         parsed = await kit.parse(oa.parse_chat, _no_stream(body), served, limits)
+        add_prompt = oa.boolean(body, "add_generation_prompt", True)
         generation = parsed.generation
         try:
             prompt = await asyncio.to_thread(engine.render_chat, generation.messages or (),
-                                             generation.tools)
+                                             generation.tools, add_prompt)
         except ValueError as exc:
             raise ApiError(400, f"the chat template could not render these messages: "
                                 f"{exc}", param="messages", code="template_error") from exc
