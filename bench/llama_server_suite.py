@@ -17,7 +17,7 @@ It prints, per file, the tests passed on each server and how many of those passi
 llama-server pass on Loadout, then every test that passes on llama-server only, with the
 first line of its failure on Loadout. Results are kept as JSON in the cache folder
 (``suite-<target>.json``, merged test by test over runs) and pytest's report of the last
-run beside it (``suite-<target>.log``); ``--reuse`` compares with the kept run of the
+run beside it (``suite-<target>-<pid>.log``); ``--reuse`` compares with the kept run of the
 other server.
 """
 
@@ -108,7 +108,7 @@ def run_suite(target: str, server: Path, tests: Path, files: list[str], keyword:
     if keyword:
         args += ["-k", keyword]
     # pytest's own report (one line per test with -v) goes to a log to follow the run
-    with open(cache_dir() / f"suite-{target}.log", "w", encoding="utf-8") as log:
+    with open(cache_dir() / f"suite-{target}-{os.getpid()}.log", "w", encoding="utf-8") as log:
         subprocess.run([*args, "-v", "-p", "no:warnings"], cwd=tests, env=env, stdout=log,
                        stderr=subprocess.STDOUT)
     return parse_junit(report)

@@ -45,6 +45,7 @@ from engine.server.images import fetch_image_urls
 from engine.server.llamacpp.cors import origin_regex
 from engine.server.llamacpp.options import DEFAULT_LLAMA_OPTIONS, LlamaOptions
 from engine.server.llamacpp.routes import NATIVE_PATHS, llama_routes
+from engine.server.llamacpp.server_info import rendered_prompt
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits, check_unicode
 from engine.server.request_model import loads as loads_json
@@ -179,9 +180,12 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
         calls: tuple[toolcalls.ToolCall, ...] = ()
         if parsed.tools:
             content, calls = toolcalls.parse_tool_calls(text, parsed.tools)
-        return _json(docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id,
-                                        content, calls, last.finish_reason, last.metrics,
-                                        last.loop_guard, gen.chat_logprobs()))
+        doc = docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id,
+                                 content, calls, last.finish_reason, last.metrics,
+                                 last.loop_guard, gen.chat_logprobs())
+        if parsed.verbose:  # llama-server's debug echo of the rendered prompt
+            doc["__verbose"] = await rendered_prompt(gen.engine, parsed.generation)
+        return _json(doc)
 
     async def completions(request: Request) -> Response:
         body = await _read_json(request)

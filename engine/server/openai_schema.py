@@ -97,6 +97,7 @@ class ParsedRequest:
             error, 400, not the server's.
         grammar_field: the request field the grammar came from (named in errors).
         n: chat only: the choices asked (each generated on its own slot).
+        verbose: chat only: the answer carries its rendered prompt (``__verbose``).
     """
 
     generation: GenerationRequest
@@ -107,6 +108,7 @@ class ParsedRequest:
     user_grammar: bool = False
     grammar_field: str = "grammar"
     n: int = 1
+    verbose: bool = False
 
 
 # ---------------------------------------------------------------- field readers
@@ -557,7 +559,8 @@ def parse_chat(body: Any, model: ServedModel,
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params,
                                    images=tuple(images))
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
-                         n=n_choices, tools=tools if choice != "none" else (),
+                         n=n_choices, verbose=boolean(body, "verbose", limits.echo_prompt),
+                         tools=tools if choice != "none" else (),
                          user_grammar=params.grammar is not None,
                          grammar_field=_grammar_field(
                              body, bool(tools) and choice not in (None, "none")))

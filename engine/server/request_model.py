@@ -43,6 +43,8 @@ class RequestLimits:
         images: what images a chat request may carry (count, bytes, pixels, URLs).
         sampling_defaults: the server's defaults for a request that names none
             (``temperature``, ``seed``: llama-server's ``--temp`` and ``--seed``).
+        echo_prompt: every chat answer carries the prompt it was rendered to, as
+            ``__verbose`` (llama-server's ``--verbose``; a request asks with ``verbose``).
     """
 
     max_json_depth: int = 64
@@ -54,6 +56,7 @@ class RequestLimits:
     grammar: GrammarLimits = DEFAULT_LIMITS
     images: ImageLimits = DEFAULT_IMAGE_LIMITS
     sampling_defaults: Mapping[str, Any] = field(default_factory=dict)
+    echo_prompt: bool = False
 
 
 DEFAULT_REQUEST_LIMITS = RequestLimits()

@@ -193,6 +193,8 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
         limits = dataclasses.replace(limits, max_tokens=max(1, args.max_tokens))
     if getattr(args, "llama", None) is not None and args.llama.defaults:
         limits = dataclasses.replace(limits, sampling_defaults=dict(args.llama.defaults))
+    if getattr(args, "verbose", False):  # llama-server's --verbose: answers echo prompts
+        limits = dataclasses.replace(limits, echo_prompt=True)
     images = ImageLimits(max_images=max(0, args.max_images),
                          max_bytes=max(1, args.max_image_bytes),
                          max_pixels=max(1, args.max_image_pixels),

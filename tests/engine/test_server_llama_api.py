@@ -334,3 +334,30 @@ def test_infill_checks_its_files(llama: ServerProcess, extra: dict[str, Any]) ->
     status, doc = post(llama, "/infill", {"input_prefix": "def f(", "input_suffix": ")\n",
                                           "input_extra": [extra]})
     assert status == 400 and doc["error"]["param"] == "input_extra[0]"
+
+
+def test_verbose_echoes_the_rendered_prompt(llama: ServerProcess) -> None:
+    body = {"messages": [{"role": "system", "content": "Book"},
+                         {"role": "user", "content": "What is the best book"}],
+            "max_tokens": 2}
+    status, doc = post(llama, "/v1/chat/completions", {**body, "verbose": True})
+    assert status == 200
+    prompt = doc["__verbose"]["prompt"]
+    assert prompt == post(llama, "/apply-template", body)[1]["prompt"]
+    assert "<|im_start|>user\nWhat is the best book" in prompt
+    assert "__verbose" not in post(llama, "/v1/chat/completions", body)[1]
+
+
+@pytest.mark.parametrize(("origin", "allowed"), [
+    ("http://localhost", True), ("https://127.0.0.1:3000", True), ("http://[::1]:8080", True),
+    ("http://127.1.2.3", True), ("http://localhost.evil.com", False),
+    ("http://evil.com/localhost", False), ("http://notlocalhost", False),
+    ("http://127.0.0.1.evil.com", False), ("file://localhost", False),
+])
+def test_the_localhost_keyword_means_this_machine_only(origin: str, allowed: bool) -> None:
+    from engine.server.llamacpp.cors import origin_listed
+    from engine.server.security import SecurityPolicy
+
+    assert origin_listed(origin, ("localhost",)) is allowed
+    assert SecurityPolicy(cors_origins=("localhost",)).origin_allowed(origin) is allowed
+    assert not origin_listed(origin, ("http://app.example",))

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from engine.requests import SamplingParams
+from engine.requests import GenerationRequest, SamplingParams
 from engine.server import openai_schema as oa
 from engine.server.api_common import RouteKit
 from engine.server.errors import ApiError
@@ -117,6 +117,17 @@ def info_routes(ctx: GenContext, limits: RequestLimits, kit: RouteKit,
     routes += [Route(p, apply_template, methods=["POST"])
                for p in ("/apply-template", "/v1/apply-template")]
     return routes
+
+
+async def rendered_prompt(engine: Any, generation: GenerationRequest) -> dict[str, Any]:
+    """``__verbose``: the prompt a chat request was rendered to, as the engine renders it
+    (llama-server's debug echo; it is the client's own text)."""
+    try:
+        prompt = await asyncio.to_thread(engine.render_chat, generation.messages or (),
+                                         generation.tools, generation.add_generation_prompt)
+    except ValueError:
+        return {"prompt": None}
+    return {"prompt": prompt + generation.assistant_prefix}
 
 
 def _no_stream(body: Any) -> Any:
