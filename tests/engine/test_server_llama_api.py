@@ -361,3 +361,20 @@ def test_the_localhost_keyword_means_this_machine_only(origin: str, allowed: boo
     assert origin_listed(origin, ("localhost",)) is allowed
     assert SecurityPolicy(cors_origins=("localhost",)).origin_allowed(origin) is allowed
     assert not origin_listed(origin, ("http://app.example",))
+
+
+def test_a_final_assistant_message_is_continued(llama: ServerProcess) -> None:
+    messages = [{"role": "user", "content": "What is the best book"},
+                {"role": "assistant", "content": "The best book is"}]
+    status, doc = post(llama, "/v1/chat/completions", {"messages": messages, "max_tokens": 4,
+                                                       "verbose": True})
+    assert status == 200
+    prompt = doc["__verbose"]["prompt"]
+    assert prompt.endswith("<|im_start|>assistant\nThe best book is")
+    assert prompt.count("<|im_start|>assistant") == 1
+    status, doc = post(llama, "/v1/chat/completions", {
+        "messages": messages, "continue_final_message": True, "add_generation_prompt": True})
+    assert status == 400 and doc["error"]["param"] == "continue_final_message"
+    status, doc = post(llama, "/v1/chat/completions", {
+        "messages": [*messages, {"role": "assistant", "content": "x"}]})
+    assert status == 400 and doc["error"]["param"] == "messages[2]"
