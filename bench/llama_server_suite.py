@@ -178,7 +178,7 @@ def main() -> int:
     parser.add_argument("-k", dest="keyword", default=None, help="pytest -k expression")
     parser.add_argument("--reuse", action="store_true",
                         help="compare with the kept results of the server not run")
-    parser.add_argument("--timeout", type=int, default=180, help="seconds per test")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per test")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args()
     cache_dir()  # before llama_tools reads LOADOUT_BENCH_CACHE

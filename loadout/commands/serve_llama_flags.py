@@ -92,6 +92,9 @@ def register(p: Any) -> None:
     for flag in ("--offline", "--no-ui", "--cont-batching", "-cb", "--no-webui"):
         g.add_argument(flag, dest="ignored_flags", action="append_const", const=flag,
                        default=S, help="accepted; nothing to do in Loadout")
+    g.add_argument("--media-path", dest="media_path", default=None, metavar="DIR",
+                   help="accepted; Loadout reads no local files for a request (file:// "
+                        "image URLs are refused)")
 
 
 def _split(values: list[str] | str | None) -> list[str]:
