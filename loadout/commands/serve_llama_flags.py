@@ -136,8 +136,13 @@ def normalise(args: argparse.Namespace) -> LlamaOptions:
         except OSError as exc:
             raise SystemExit(f"loadout serve: --chat-template-file: {exc}") from None
     if template is not None and "{%" not in template and "{{" not in template:
-        raise SystemExit("loadout serve: --chat-template takes a Jinja template; Loadout has "
-                         "no built-in templates by name (the GGUF's own is the default)")
+        from engine.server.llamacpp.templates import NAMED, named_template
+
+        named = named_template(template)
+        if named is None:
+            raise SystemExit(f"loadout serve: --chat-template {template}: not a Jinja "
+                             f"template nor a known name ({', '.join(sorted(NAMED))})")
+        template = named
     if args.verbose:
         logging.getLogger().setLevel(logging.DEBUG)
     ctx_total = args.ctx_total if args.ctx_total and args.ctx_total > 0 else None

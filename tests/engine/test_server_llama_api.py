@@ -378,3 +378,19 @@ def test_a_final_assistant_message_is_continued(llama: ServerProcess) -> None:
     status, doc = post(llama, "/v1/chat/completions", {
         "messages": [*messages, {"role": "assistant", "content": "x"}]})
     assert status == 400 and doc["error"]["param"] == "messages[2]"
+
+
+def test_a_named_chat_template_renders_its_format(tmp_path: Path) -> None:
+    proc = ServerProcess("demo", "--ctx", "256", "--parallel", "1", "--threads", "1",
+                         "--no-warmup", "--chat-template", "command-r", home=tmp_path).start()
+    try:
+        status, doc = post(proc, "/apply-template", {"messages": [
+            {"role": "system", "content": "You are a test."},
+            {"role": "user", "content": "Hi there"}]})
+        assert status == 200
+        assert doc["prompt"] == (
+            "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>You are a test.<|END_OF_TURN_TOKEN|>"
+            "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>Hi there<|END_OF_TURN_TOKEN|>"
+            "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>")
+    finally:
+        proc.stop()
