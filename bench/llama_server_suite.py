@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -132,6 +133,24 @@ def parse_junit(report: Path) -> dict[str, dict[str, str]]:
     return results
 
 
+def from_logs(target: str) -> dict[str, dict[str, str]]:
+    """The kept results of ``target`` with the outcomes its pytest reports
+    (``suite-<target>*.log``) name, for runs cut short before their JUnit report was
+    written (later reports win)."""
+    kept = cache_dir() / f"suite-{target}.json"
+    results: dict[str, dict[str, str]] = json.loads(kept.read_text()) if kept.is_file() \
+        else {}
+    logs = sorted(cache_dir().glob(f"suite-{target}*.log"), key=lambda f: f.stat().st_mtime)
+    for log in logs:
+        for line in log.read_text(errors="replace").splitlines():
+            m = re.match(r"unit/(\S+?\.py)::(.+?) (PASSED|FAILED|ERROR|SKIPPED)", line)
+            if m:
+                outcome = m.group(3).lower()
+                results.setdefault(m.group(1), {})[m.group(2)] = \
+                    "passed" if outcome == "passed" else outcome
+    return results
+
+
 def keep(target: str, results: dict[str, dict[str, str]]) -> None:
     """Merge a run's results into the kept ones of ``target`` (test by test), so runs of
     single files add up to the whole suite."""
@@ -179,9 +198,14 @@ def main() -> int:
     parser.add_argument("--reuse", action="store_true",
                         help="compare with the kept results of the server not run")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per test")
+    parser.add_argument("--logs", action="store_true",
+                        help="run nothing: report what the kept pytest reports say")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args()
     cache_dir()  # before llama_tools reads LOADOUT_BENCH_CACHE
+    if args.logs:
+        print(summary({t: from_logs(t) for t in TARGETS}))
+        return 0
     tests = suite_dir()
     files = [f if f.startswith("unit/") else f"unit/{f}" for f in args.files]
     targets = TARGETS if args.target == "both" else (args.target,)
