@@ -184,8 +184,9 @@ def token_lists(engine: EngineLike, req: EmbeddingRequest, embedder: Embedder,
         if not ids:
             raise bad(f"input[{i}] has no tokens", "input", "empty_input")
         if len(ids) > longest:
-            raise bad(f"input[{i}] is {len(ids)} tokens long; this model embeds at most "
-                      f"{longest} tokens per input", "input", "context_length_exceeded")
+            raise bad(f"input[{i}] is {len(ids)} tokens long, too large: this model embeds "
+                      f"at most {longest} tokens per input", "input",
+                      "context_length_exceeded")
         total += len(ids)
     if total > limits.max_total_tokens:
         raise bad(f"the inputs hold {total} tokens in all; at most {limits.max_total_tokens} "
