@@ -134,12 +134,10 @@ def parse_junit(report: Path) -> dict[str, dict[str, str]]:
 
 
 def from_logs(target: str) -> dict[str, dict[str, str]]:
-    """The kept results of ``target`` with the outcomes its pytest reports
-    (``suite-<target>*.log``) name, for runs cut short before their JUnit report was
-    written (later reports win)."""
-    kept = cache_dir() / f"suite-{target}.json"
-    results: dict[str, dict[str, str]] = json.loads(kept.read_text()) if kept.is_file() \
-        else {}
+    """What pytest's reports of ``target`` (``suite-<target>*.log``) say, for runs cut
+    short before their JUnit report was written, under the kept results of the runs that
+    finished (written when they ended, so newer than a report of the same test)."""
+    results: dict[str, dict[str, str]] = {}
     logs = sorted(cache_dir().glob(f"suite-{target}*.log"), key=lambda f: f.stat().st_mtime)
     for log in logs:
         for line in log.read_text(errors="replace").splitlines():
@@ -148,6 +146,9 @@ def from_logs(target: str) -> dict[str, dict[str, str]]:
                 outcome = m.group(3).lower()
                 results.setdefault(m.group(1), {})[m.group(2)] = \
                     "passed" if outcome == "passed" else outcome
+    kept = cache_dir() / f"suite-{target}.json"
+    for module, tests in (json.loads(kept.read_text()) if kept.is_file() else {}).items():
+        results.setdefault(module, {}).update(tests)
     return results
 
 
