@@ -25,6 +25,7 @@ from engine.server import grammar as gbnf
 from engine.server import request_model as rm
 from engine.server import tools as toolcalls
 from engine.server.call_ids import known_ids
+from engine.server.chat_prefill import prefill
 from engine.server.errors import ApiError, bad
 from engine.server.grammar_budget import BudgetExceeded, check_gbnf
 from engine.server.images import DEFAULT_IMAGE_LIMITS, ImageLimits, decode_data_url, part_url
@@ -452,28 +453,6 @@ def _messages(body: Mapping[str, Any], images: list[bytes] | None = None,
     return tuple(out)
 
 
-def _prefill(body: Mapping[str, Any], messages: tuple[dict[str, Any], ...]
-             ) -> tuple[tuple[dict[str, Any], ...], str]:
-    """A trailing assistant message of text is where the answer starts (llama-server's
-    prefill, vLLM's ``continue_final_message``): the messages without it, and its text.
-
-    Raises:
-        ApiError: ``continue_final_message`` with ``add_generation_prompt`` (they
-            contradict), or two assistant messages at the end (400).
-    """
-    last = messages[-1]
-    cont = boolean(body, "continue_final_message")
-    if cont and boolean(body, "add_generation_prompt", False):
-        raise bad("'continue_final_message' and 'add_generation_prompt' cannot both be true",
-                  "continue_final_message")
-    if last["role"] != "assistant" or "tool_calls" in last or len(messages) == 1:
-        return messages, ""
-    if messages[-2]["role"] == "assistant" and "tool_calls" not in messages[-2]:
-        raise bad("the conversation ends with two assistant messages; only the last may "
-                  "be continued", f"messages[{len(messages) - 1}]")
-    return messages[:-1], str(last["content"])
-
-
 def _check_call_id(msg: Mapping[str, Any], index: int, earlier: list[dict[str, Any]]) -> None:
     """A ``tool`` message answers a tool call of an earlier assistant message (OpenAI
     refuses one that does not)."""
@@ -578,7 +557,8 @@ def parse_chat(body: Any, model: ServedModel,
             raise bad("'stream_options' must be an object", "stream_options", "invalid_type")
         include_usage = boolean(stream_options, "include_usage")
     params = _sampling(body, model, grammar, limits, _chat_logprobs(body))
-    messages, prefix = _prefill(body, messages)
+    messages, prefix = prefill(messages, boolean(body, "continue_final_message"),
+                               boolean(body, "add_generation_prompt", False))
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params,
                                    images=tuple(images), assistant_prefix=prefix)
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
