@@ -268,6 +268,8 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
     if max_tokens is None:
         # until the context is full, as OpenAI does (or the server's cap)
         max_tokens = min(model.n_ctx_per_seq, limits.max_tokens)
+    if limits.cap_tokens is not None:
+        max_tokens = min(max_tokens, limits.cap_tokens)
     values: dict[str, Any] = {"max_tokens": max_tokens, "stop": _stops(body)}
     for name, lo, hi in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0),
                          ("min_p", 0.0, 1.0), ("presence_penalty", -2.0, 2.0),

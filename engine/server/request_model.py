@@ -43,6 +43,8 @@ class RequestLimits:
         images: what images a chat request may carry (count, bytes, pixels, URLs).
         sampling_defaults: the server's defaults for a request that names none
             (``temperature``, ``seed``: llama-server's ``--temp`` and ``--seed``).
+        cap_tokens: answers asking more tokens get this many (llama-server's
+            ``-n``: a cap, where ``max_tokens`` refuses); None: no cap.
         echo_prompt: every chat answer carries the prompt it was rendered to, as
             ``__verbose`` (llama-server's ``--verbose``; a request asks with ``verbose``).
     """
@@ -57,6 +59,7 @@ class RequestLimits:
     images: ImageLimits = DEFAULT_IMAGE_LIMITS
     sampling_defaults: Mapping[str, Any] = field(default_factory=dict)
     echo_prompt: bool = False
+    cap_tokens: int | None = None
 
 
 DEFAULT_REQUEST_LIMITS = RequestLimits()

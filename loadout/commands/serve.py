@@ -193,6 +193,8 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
         limits = dataclasses.replace(limits, max_tokens=max(1, args.max_tokens))
     if getattr(args, "llama", None) is not None and args.llama.defaults:
         limits = dataclasses.replace(limits, sampling_defaults=dict(args.llama.defaults))
+    if getattr(args, "n_predict", None) is not None and args.n_predict > 0:
+        limits = dataclasses.replace(limits, cap_tokens=args.n_predict)  # -n caps
     if getattr(args, "verbose", False):  # llama-server's --verbose: answers echo prompts
         limits = dataclasses.replace(limits, echo_prompt=True)
     images = ImageLimits(max_images=max(0, args.max_images),

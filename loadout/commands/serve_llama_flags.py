@@ -44,7 +44,8 @@ def register(p: Any) -> None:
     g.add_argument("-s", "--seed", dest="default_seed", type=int, default=None,
                    help="the seed of requests that name none (-1: random)")
     g.add_argument("-n", "--n-predict", "--predict", dest="n_predict", type=int, default=None,
-                   help="the most tokens one answer may have (-1: no limit; as --max-tokens)")
+                   help="the most tokens one answer gets: a request asking more is "
+                        "capped (-1: no cap)")
     g.add_argument("-b", "--batch-size", dest="batch", type=int, default=None,
                    help="tokens per prompt batch (llama.cpp's n_batch)")
     g.add_argument("-ub", "--ubatch-size", dest="ubatch", type=int, default=None,
@@ -119,8 +120,6 @@ def normalise(args: argparse.Namespace) -> LlamaOptions:
             raise SystemExit("loadout serve: -ctk and -ctv differ; Loadout uses one KV type "
                              "for K and V (--kv-type)")
         args.kv_type = args.kv_type or k
-    if args.n_predict is not None and args.n_predict > 0:
-        args.max_tokens = args.n_predict
     hosts = _split(args.host)
     if not hosts:
         raise SystemExit("loadout serve: --host names no address")

@@ -394,3 +394,16 @@ def test_a_named_chat_template_renders_its_format(tmp_path: Path) -> None:
             "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>")
     finally:
         proc.stop()
+
+
+def test_n_predict_caps_answers_instead_of_refusing(tmp_path: Path) -> None:
+    proc = ServerProcess("demo", "--ctx", "256", "--parallel", "1", "--threads", "1",
+                         "--no-warmup", "-n", "3", "--temp", "0", home=tmp_path).start()
+    try:
+        status, doc = post(proc, "/v1/chat/completions", {
+            "messages": [{"role": "user", "content": "Count to fifty"}], "max_tokens": 200})
+        assert status == 200 and doc["usage"]["completion_tokens"] <= 3
+        status, doc = post(proc, "/completion", {"prompt": "One, two,", "n_predict": 50})
+        assert status == 200 and doc["timings"]["predicted_n"] <= 3
+    finally:
+        proc.stop()
