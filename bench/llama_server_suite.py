@@ -133,22 +133,29 @@ def parse_junit(report: Path) -> dict[str, dict[str, str]]:
     return results
 
 
+def _log_outcomes(log: Path, results: dict[str, dict[str, str]]) -> None:
+    for line in log.read_text(errors="replace").splitlines():
+        m = re.match(r"unit/(\S+?\.py)::(.+?) (PASSED|FAILED|ERROR|SKIPPED)", line)
+        if m:
+            outcome = m.group(3).lower()
+            results.setdefault(m.group(1), {})[m.group(2)] = \
+                "passed" if outcome == "passed" else outcome
+
+
 def from_logs(target: str) -> dict[str, dict[str, str]]:
     """What pytest's reports of ``target`` (``suite-<target>*.log``) say, for runs cut
-    short before their JUnit report was written, under the kept results of the runs that
-    finished (written when they ended, so newer than a report of the same test)."""
+    short before their JUnit report was written: the reports older than the kept results,
+    then the kept results (written as each run ended), then the reports newer than them."""
     results: dict[str, dict[str, str]] = {}
-    logs = sorted(cache_dir().glob(f"suite-{target}*.log"), key=lambda f: f.stat().st_mtime)
-    for log in logs:
-        for line in log.read_text(errors="replace").splitlines():
-            m = re.match(r"unit/(\S+?\.py)::(.+?) (PASSED|FAILED|ERROR|SKIPPED)", line)
-            if m:
-                outcome = m.group(3).lower()
-                results.setdefault(m.group(1), {})[m.group(2)] = \
-                    "passed" if outcome == "passed" else outcome
     kept = cache_dir() / f"suite-{target}.json"
+    kept_at = kept.stat().st_mtime if kept.is_file() else 0.0
+    logs = sorted(cache_dir().glob(f"suite-{target}*.log"), key=lambda f: f.stat().st_mtime)
+    for log in (f for f in logs if f.stat().st_mtime <= kept_at):
+        _log_outcomes(log, results)
     for module, tests in (json.loads(kept.read_text()) if kept.is_file() else {}).items():
         results.setdefault(module, {}).update(tests)
+    for log in (f for f in logs if f.stat().st_mtime > kept_at):
+        _log_outcomes(log, results)
     return results
 
 
