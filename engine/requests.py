@@ -185,6 +185,12 @@ class RequestHandle:
         return waiters
 
     @property
+    def token_ids(self) -> tuple[int, ...]:
+        """The ids of the tokens generated so far."""
+        with self._lock:
+            return tuple(self._tokens)
+
+    @property
     def done(self) -> bool:
         """Whether the last chunk has been delivered."""
         return self._final is not None

@@ -180,6 +180,11 @@ class Engine:
         """The GGUF's chat template source, if it has one."""
         return self._template
 
+    def use_chat_template(self, source: str) -> None:
+        """Render chats with ``source`` (a Jinja template) instead of the GGUF's own
+        (``loadout serve --chat-template``)."""
+        self._template = source
+
     def render_chat(self, messages: Sequence[Mapping[str, Any]],
                     tools: Sequence[Mapping[str, Any]] | None = None,
                     add_generation_prompt: bool = True) -> str:

@@ -37,11 +37,16 @@ from engine.server import sse
 from engine.server import tools as toolcalls
 from engine.server.api_common import RouteKit
 from engine.server.body_check import BodyChecker
+from engine.server.chat_choices import chat_choices
 from engine.server.connections import BodyTimeout, BodyTimeoutMiddleware, ConnectionLimits
 from engine.server.embeddings_api import embedding_routes
 from engine.server.generation import GenContext, Generation, chat_events, completion_events
 from engine.server.grammar_budget import BudgetExceeded
 from engine.server.images import fetch_image_urls
+from engine.server.llamacpp.cors import origin_regex
+from engine.server.llamacpp.options import DEFAULT_LLAMA_OPTIONS, LlamaOptions
+from engine.server.llamacpp.routes import NATIVE_PATHS, llama_routes
+from engine.server.llamacpp.server_info import rendered_prompt
 from engine.server.offloop import run_bounded
 from engine.server.openai_schema import ApiError, ParsedRequest, ServedModel
 from engine.server.prevalidate import grammar_field_of, prevalidate
@@ -73,7 +78,7 @@ log = logging.getLogger(__name__)
 ENDPOINTS = frozenset({"/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
                        "/metrics", "/v1/loadout/status", ACCESS_PATH,
                        *responses_routes.PATHS, *messages_routes.PATHS,
-                       "/v1/embeddings", "/v1/tokenize", "/v1/detokenize"})
+                       "/v1/embeddings", "/v1/tokenize", "/v1/detokenize", *NATIVE_PATHS})
 
 
 class _JSONResponse(JSONResponse):
@@ -171,6 +176,8 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
         body = await fetch_image_urls(body, limits.images, served.vision_refusal)
         parsed = await _parse(oa.parse_chat, body, served, limits)
         await _probe_grammar(state, parsed)
+        if parsed.n > 1:
+            return _json(await chat_choices(ctx, parsed, request))
         gen = await Generation.start(ctx, parsed, "messages")
         if parsed.stream:
             return sse.EventStreamResponse(chat_events(gen), gen.close)
@@ -179,9 +186,12 @@ def _routes(ctx: GenContext, limits: RequestLimits, access: AppAccess) -> list[R
         calls: tuple[toolcalls.ToolCall, ...] = ()
         if parsed.tools:
             content, calls = toolcalls.parse_tool_calls(text, parsed.tools)
-        return _json(docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id,
-                                        content, calls, last.finish_reason, last.metrics,
-                                        last.loop_guard, gen.chat_logprobs()))
+        doc = docs.chat_response(docs.new_id("chatcmpl"), gen.created, served.id,
+                                 content, calls, last.finish_reason, last.metrics,
+                                 last.loop_guard, gen.chat_logprobs())
+        if parsed.verbose:  # llama-server's debug echo of the rendered prompt
+            doc["__verbose"] = await rendered_prompt(gen.engine, parsed.generation)
+        return _json(doc)
 
     async def completions(request: Request) -> Response:
         body = await _read_json(request)
@@ -295,7 +305,8 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def build_app(state: ServerState, policy: SecurityPolicy,
               limits: RequestLimits = DEFAULT_REQUEST_LIMITS,
               connections: ConnectionLimits | None = None,
-              access: AppAccess | None = None) -> Starlette:
+              access: AppAccess | None = None,
+              llama: LlamaOptions = DEFAULT_LLAMA_OPTIONS) -> Starlette:
     """The ASGI app serving ``state``'s engine under ``policy`` (and, for the desktop
     app's own engine, ``access``: its private key and whether others are served).
 
@@ -311,6 +322,7 @@ def build_app(state: ServerState, policy: SecurityPolicy,
     if policy.cors_origins:
         middleware.append(Middleware(
             JsonCORSMiddleware, allow_origins=list(policy.cors_origins),
+            allow_origin_regex=origin_regex(policy.cors_origins),
             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type", "X-Api-Key", "Anthropic-Version"]))
     middleware.append(Middleware(messages_routes.AnthropicErrors))
@@ -321,7 +333,10 @@ def build_app(state: ServerState, policy: SecurityPolicy,
                    Middleware(BodyLimitMiddleware, limit=policy.max_body_bytes),
                    Middleware(AuthMiddleware, policy=policy, access=access),
                    Middleware(RouteRequests, state=state)]
-    app = Starlette(routes=_routes(ctx, limits, access), middleware=middleware,
+    # llama.cpp's native routes first: /completions and /metrics are theirs
+    kit = RouteKit(_read_json, _parse, _probe_grammar, _json)
+    routes = llama_routes(ctx, limits, kit, llama) + _routes(ctx, limits, access)
+    app = Starlette(routes=routes, middleware=middleware,
                     exception_handlers={ApiError: _api_error, HTTPException: _http_error,
                                         Exception: _unexpected})
     app.state.server = state

@@ -91,8 +91,11 @@ def parse_embedding_request(body: Any, served: ServedModel,
 
 def _inputs(value: Any, limits: EmbeddingLimits
             ) -> tuple[tuple[str, ...] | None, tuple[tuple[int, ...], ...] | None]:
-    if isinstance(value, str):
+    if isinstance(value, str | Mapping):
         value = [value]
+    if isinstance(value, list) and any(isinstance(v, Mapping) for v in value) and \
+            all(isinstance(v, str | Mapping) for v in value):
+        value = [_object_text(v) if isinstance(v, Mapping) else v for v in value]
     if not isinstance(value, list):
         raise bad("'input' must be a string, a list of strings, a list of token ids or a "
                   "list of token-id lists", "input", "invalid_type")
@@ -123,6 +126,21 @@ def _inputs(value: Any, limits: EmbeddingLimits
         return None, tuple(tuple(ids) for ids in value)
     raise bad("'input' must be a string, a list of strings, a list of token ids or a list "
               "of token-id lists (not a mix)", "input", "invalid_type")
+
+
+def _object_text(item: Mapping[str, Any]) -> str:
+    """The text of llama-server's input objects: ``{"prompt_string": text}`` or
+    ``{"content": [{"type": "text", "text": ...}, ...]}`` (text parts only)."""
+    if isinstance(item.get("prompt_string"), str):
+        return str(item["prompt_string"])
+    content = item.get("content")
+    if isinstance(content, list) and content and all(
+            isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str)
+            for p in content):
+        return "".join(p["text"] for p in content)
+    raise bad("an input object must be {\"content\": [{\"type\": \"text\", \"text\": "
+              "...}, ...]} or {\"prompt_string\": text}; embeddings take text only", "input",
+              "invalid_type")
 
 
 def embedder_of(engine: EngineLike, served: ServedModel) -> Embedder:
@@ -166,8 +184,9 @@ def token_lists(engine: EngineLike, req: EmbeddingRequest, embedder: Embedder,
         if not ids:
             raise bad(f"input[{i}] has no tokens", "input", "empty_input")
         if len(ids) > longest:
-            raise bad(f"input[{i}] is {len(ids)} tokens long; this model embeds at most "
-                      f"{longest} tokens per input", "input", "context_length_exceeded")
+            raise bad(f"input[{i}] is {len(ids)} tokens long, too large: this model embeds "
+                      f"at most {longest} tokens per input", "input",
+                      "context_length_exceeded")
         total += len(ids)
     if total > limits.max_total_tokens:
         raise bad(f"the inputs hold {total} tokens in all; at most {limits.max_total_tokens} "

@@ -32,7 +32,8 @@ class ApiError(EngineError):
 
     def __init__(self, status: int, message: str, *, param: str | None = None,
                  code: str | None = None, err_type: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None,
+                 extra: Mapping[str, Any] | None = None) -> None:
         if len(message) > MAX_MESSAGE_CHARS:  # a message that quotes what a client sent
             message = message[:MAX_MESSAGE_CHARS] + "..."
         super().__init__(message)
@@ -42,11 +43,12 @@ class ApiError(EngineError):
         self.code = code
         self.err_type = err_type or _ERROR_TYPES.get(status, "invalid_request_error")
         self.headers = dict(headers or {})
+        self.extra = dict(extra or {})  # more fields of the error object (llama-server's)
 
     def to_json(self) -> dict[str, Any]:
         """The ``{"error": {...}}`` document (``ErrorResponse`` in the OpenAI schemas)."""
         return {"error": {"message": self.message, "type": self.err_type,
-                          "param": self.param, "code": self.code}}
+                          "param": self.param, "code": self.code, **self.extra}}
 
 
 def bad(message: str, param: str | None = None, code: str = "invalid_value") -> ApiError:

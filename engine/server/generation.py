@@ -49,9 +49,13 @@ def _submit(engine: EngineLike, generation: GenerationRequest, param: str) -> Re
                             "retry shortly", code="queue_full",
                        headers={"Retry-After": RETRY_AFTER_S}) from exc
     except ContextOverflowError as exc:
-        raise ApiError(400, f"the prompt is {exc.prompt_tokens} tokens long but the context "
-                            f"of one sequence is {exc.n_ctx_seq} tokens", param=param,
-                       code="context_length_exceeded") from exc
+        # llama-server's error type and figures, with OpenAI's code
+        raise ApiError(400, f"the prompt is {exc.prompt_tokens} tokens long; it exceeds the "
+                            f"available context size of one sequence, {exc.n_ctx_seq} "
+                            "tokens", param=param,
+                       code="context_length_exceeded", err_type="exceed_context_size_error",
+                       extra={"n_prompt_tokens": exc.prompt_tokens,
+                              "n_ctx": exc.n_ctx_seq}) from exc
     except ChatTemplateError as exc:
         raise ApiError(400, f"the chat template could not render these messages: {exc}",
                        param="messages", code="template_error") from exc
@@ -230,8 +234,9 @@ async def chat_events(gen: Generation) -> AsyncIterator[bytes]:
         return sse.encode_event(docs.chat_chunk(rid, created, model, {"content": text},
                                                 logprobs=lps()))
     try:
+        # null, not "": no content yet (as llama-server and OpenAI send it)
         yield sse.encode_event(docs.chat_chunk(rid, created, model,
-                                               {"role": "assistant", "content": ""}))
+                                               {"role": "assistant", "content": None}))
         async for chunk in gen.handle:
             last = chunk
             pending.extend(chunk.logprobs)

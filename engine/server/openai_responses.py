@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.metrics import Metrics
 from engine.server import tools as toolcalls
+from engine.server.llamacpp.native_docs import llama_timings
 from engine.server.openai_schema import ServedModel
 
 
@@ -52,6 +53,7 @@ def timings_json(m: Metrics, loop_guard: str | None = None) -> dict[str, Any]:
                    image_encode_s=m.image_encode_s, image_decode_s=m.image_decode_s)
     if loop_guard:
         doc["loop_guard"] = loop_guard
+    doc.update(llama_timings(m))  # llama-server's names for the same figures
     return doc
 
 
@@ -104,6 +106,9 @@ def completion_response(rid: str, created: int, model: str, text: str, reason: s
 
 def models_list(model: ServedModel) -> dict[str, Any]:
     """The ``/v1/models`` document: the one model this server serves."""
-    return {"object": "list", "data": [
-        {"id": model.id, "object": "model", "created": model.created, "owned_by": "loadout"},
-    ]}
+    entry: dict[str, Any] = {"id": model.id, "object": "model", "created": model.created,
+                             "owned_by": "loadout",
+                             # llama-server's: every name the model answers to, and its tags
+                             "aliases": sorted(model.alias_names),
+                             "tags": list(model.tags)}
+    return {"object": "list", "data": [entry]}

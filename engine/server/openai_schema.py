@@ -25,6 +25,7 @@ from engine.server import grammar as gbnf
 from engine.server import request_model as rm
 from engine.server import tools as toolcalls
 from engine.server.call_ids import known_ids
+from engine.server.chat_prefill import prefill
 from engine.server.errors import ApiError, bad
 from engine.server.grammar_budget import BudgetExceeded, check_gbnf
 from engine.server.images import DEFAULT_IMAGE_LIMITS, ImageLimits, decode_data_url, part_url
@@ -59,6 +60,10 @@ class ServedModel:
         created: the Unix time shown for the model.
         n_vocab: the vocabulary size, the bound of ``logit_bias`` token ids (None: not
             known, the engine checks them).
+        lenient: any ``model`` name, or none, is served by this model (one model served,
+            as llama-server does); a router's models are strict.
+        tags: labels listed with the model (llama-server's ``--tags``).
+        alias_names: the names given with ``--alias``, listed as ``aliases``.
     """
 
     id: str
@@ -70,9 +75,12 @@ class ServedModel:
     vision_refusal: str | None = "the model was loaded without a vision projector (mmproj)"
     created: int = field(default_factory=lambda: int(time.time()))
     n_vocab: int | None = None
+    lenient: bool = False
+    tags: tuple[str, ...] = ()
+    alias_names: tuple[str, ...] = ()
 
     def accepts(self, name: str) -> bool:
-        return name == self.id or name in self.aliases
+        return self.lenient or name == self.id or name in self.aliases
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,8 @@ class ParsedRequest:
             schema or forced tools), so a grammar the engine refuses is the client's
             error, 400, not the server's.
         grammar_field: the request field the grammar came from (named in errors).
+        n: chat only: the choices asked (each generated on its own slot).
+        verbose: chat only: the answer carries its rendered prompt (``__verbose``).
     """
 
     generation: GenerationRequest
@@ -98,6 +108,8 @@ class ParsedRequest:
     echo: bool = False
     user_grammar: bool = False
     grammar_field: str = "grammar"
+    n: int = 1
+    verbose: bool = False
 
 
 # ---------------------------------------------------------------- field readers
@@ -142,6 +154,8 @@ def boolean(body: Mapping[str, Any], name: str, default: bool = False) -> bool:
 def check_model(body: Mapping[str, Any], model: ServedModel) -> None:
     """The body's ``model`` names ``model`` (one of its names), else a 400 or 404."""
     name = body.get("model")
+    if name is None and model.lenient:
+        return
     if name is None:
         raise bad("'model' is required", "model", "missing_required_parameter")
     if not isinstance(name, str):
@@ -161,15 +175,23 @@ def _stops(body: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(s for s in items if s)
 
 
-def _unsupported(body: Mapping[str, Any]) -> None:
-    n = _integer(body, "n", 1)
-    if n is not None and n != 1:
-        raise bad("only n=1 is supported", "n", "unsupported_value")
+MAX_CHOICES = 8  # a chat request's n: choices answered side by side, each on its slot
+
+
+def _unsupported(body: Mapping[str, Any], most_choices: int = 1) -> int:
+    """Refuse what is not supported; returns ``n``, the number of choices asked."""
+    n = _integer(body, "n", 1) or 1
+    if n > most_choices:
+        raise bad(f"n must be at most {most_choices} here" if most_choices > 1
+                  else "only n=1 is supported", "n", "unsupported_value")
+    if n > 1 and boolean(body, "stream"):
+        raise bad("a streamed answer has one choice (n=1)", "n", "unsupported_value")
     best_of = _integer(body, "best_of", 1)
     if best_of is not None and best_of != 1:
         raise bad("only best_of=1 is supported", "best_of", "unsupported_value")
     if body.get("suffix") not in (None, ""):
         raise bad("suffix is not supported", "suffix", "unsupported_value")
+    return n
 
 
 def _chat_logprobs(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,7 +259,7 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
               ) -> SamplingParams:
     """The sampling parameters named in ``body`` (and ``extra``, already checked); engine
     defaults for the rest."""
-    base = SamplingParams()
+    base = SamplingParams(**limits.sampling_defaults)
     extra = extra or {}
     scoring = bool(extra.get("prompt_logprobs"))
     max_tokens = _integer(body, "max_completion_tokens", 1, limits.max_tokens)
@@ -246,6 +268,8 @@ def _sampling(body: Mapping[str, Any], model: ServedModel, grammar: str | None,
     if max_tokens is None:
         # until the context is full, as OpenAI does (or the server's cap)
         max_tokens = min(model.n_ctx_per_seq, limits.max_tokens)
+    if limits.cap_tokens is not None:
+        max_tokens = min(max_tokens, limits.cap_tokens)
     values: dict[str, Any] = {"max_tokens": max_tokens, "stop": _stops(body)}
     for name, lo, hi in (("temperature", 0.0, 2.0), ("top_p", 0.0, 1.0),
                          ("min_p", 0.0, 1.0), ("presence_penalty", -2.0, 2.0),
@@ -330,6 +354,9 @@ def over_budget(exc: BudgetExceeded) -> ApiError:
 def _response_format_grammar(body: Mapping[str, Any], limits: rm.RequestLimits
                              ) -> str | None:
     fmt = body.get("response_format")
+    if fmt is None and body.get("json_schema") is not None:
+        # llama-server's own field: the schema itself, at the top level
+        fmt = {"type": "json_schema", "json_schema": {"schema": body["json_schema"]}}
     if fmt is None:
         return None
     if not isinstance(fmt, Mapping) or not isinstance(fmt.get("type"), str):
@@ -339,6 +366,10 @@ def _response_format_grammar(body: Mapping[str, Any], limits: rm.RequestLimits
     try:
         if kind == "text":
             return None
+        if kind == "json_object" and fmt.get("schema") is not None:
+            # llama-server's form: json_object with a schema is that schema
+            fmt = {"type": "json_schema", "json_schema": {"schema": fmt["schema"]}}
+            kind = "json_schema"
         if kind == "json_object":
             return gbnf.json_object_gbnf()
         if kind == "json_schema":
@@ -492,7 +523,7 @@ def parse_chat(body: Any, model: ServedModel,
     """
     body = rm.check_body(body, rm.CHAT_FIELDS, limits)
     check_model(body, model)
-    _unsupported(body)
+    n_choices = _unsupported(body, MAX_CHOICES)
     images: list[bytes] = []
     messages = _messages(body, images, limits.images)
     if images and model.vision_refusal is not None:
@@ -528,9 +559,12 @@ def parse_chat(body: Any, model: ServedModel,
             raise bad("'stream_options' must be an object", "stream_options", "invalid_type")
         include_usage = boolean(stream_options, "include_usage")
     params = _sampling(body, model, grammar, limits, _chat_logprobs(body))
+    messages, prefix = prefill(messages, boolean(body, "continue_final_message"),
+                               boolean(body, "add_generation_prompt", False))
     generation = GenerationRequest(messages=messages, tools=template_tools, params=params,
-                                   images=tuple(images))
+                                   images=tuple(images), assistant_prefix=prefix)
     return ParsedRequest(generation=generation, stream=stream, include_usage=include_usage,
+                         n=n_choices, verbose=boolean(body, "verbose", limits.echo_prompt),
                          tools=tools if choice != "none" else (),
                          user_grammar=params.grammar is not None,
                          grammar_field=_grammar_field(

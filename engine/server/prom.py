@@ -206,6 +206,14 @@ class Registry:
         self._add(g)
         return g
 
+    def counter_from(self, name: str, help: str,
+                     source: Callable[[], Iterable[tuple[LabelValues, float]]]) -> Gauge:
+        """Register a counter whose value is read from ``source`` at every render (a
+        count kept elsewhere, e.g. the engine's decode steps)."""
+        g = Gauge(name, help, "counter", (), self._lock, source=source)
+        self._add(g)
+        return g
+
     def histogram(self, name: str, help: str, buckets: Sequence[float],
                   labels: Sequence[str] = ()) -> Histogram:
         """Register and return a histogram with the given upper bounds (sorted)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.server.errors import ApiError, bad
@@ -44,6 +44,12 @@ class RequestLimits:
             names none (the context caps both too).
         grammar: the budget of grammars and JSON schemas.
         images: what images a chat request may carry (count, bytes, pixels, URLs).
+        sampling_defaults: the server's defaults for a request that names none
+            (``temperature``, ``seed``: llama-server's ``--temp`` and ``--seed``).
+        cap_tokens: answers asking more tokens get this many (llama-server's
+            ``-n``: a cap, where ``max_tokens`` refuses); None: no cap.
+        echo_prompt: every chat answer carries the prompt it was rendered to, as
+            ``__verbose`` (llama-server's ``--verbose``; a request asks with ``verbose``).
     """
 
     max_json_depth: int = 64
@@ -57,6 +63,9 @@ class RequestLimits:
     max_tokens: int = 1 << 31
     grammar: GrammarLimits = DEFAULT_LIMITS
     images: ImageLimits = DEFAULT_IMAGE_LIMITS
+    sampling_defaults: Mapping[str, Any] = field(default_factory=dict)
+    echo_prompt: bool = False
+    cap_tokens: int | None = None
 
 
 DEFAULT_REQUEST_LIMITS = RequestLimits()

@@ -25,8 +25,9 @@ from engine.launch import LaunchSpec
 from engine.server.app import ServerState, build_app
 from engine.server.connections import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, http_protocol
 from engine.server.grammar_probe import GrammarProbe
+from engine.server.llamacpp.options import DEFAULT_LLAMA_OPTIONS, LlamaOptions
 from engine.server.request_model import DEFAULT_REQUEST_LIMITS, RequestLimits
-from engine.server.security import DEFAULT_MAX_BODY_BYTES, AppAccess, SecurityPolicy
+from engine.server.security import DEFAULT_MAX_BODY_BYTES, AppAccess, SecurityPolicy, is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class ServeOptions:
             it at run time).
         embeddings: serve ``/v1/embeddings`` with a chat model too (an embedding model
             always serves them).
+        llama: what llama-server's flags asked for (endpoints, tags, more addresses).
     """
 
     spec: LaunchSpec
@@ -74,6 +76,7 @@ class ServeOptions:
     app_key: str | None = None
     app_public: bool = False
     embeddings: bool = False
+    llama: LlamaOptions = DEFAULT_LLAMA_OPTIONS
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -119,6 +122,25 @@ def ready_message(url: str, model: str, policy: SecurityPolicy, as_json: bool) -
     return line
 
 
+def _bind_all(hosts: tuple[str, ...], port: int) -> list[socket.socket]:
+    """A listening socket on each address (``--host a,b``), all on one port: the first
+    one's when ``port`` is 0. Closes what it bound when one fails.
+
+    Raises:
+        OSError: an address is in use or cannot be bound.
+    """
+    sockets: list[socket.socket] = []
+    try:
+        for host in hosts:
+            sockets.append(bind_socket(host, sockets[0].getsockname()[1] if sockets
+                                       else port))
+    except OSError:
+        for bound in sockets:
+            bound.close()
+        raise
+    return sockets
+
+
 MAX_LOADS = 3  # the first load and two re-plans after running out of memory
 
 
@@ -156,6 +178,8 @@ def _load_engine(options: ServeOptions, state: ServerState, stopping: threading.
     if stopping.is_set():
         engine.close()
         return
+    if options.llama.chat_template and hasattr(engine, "use_chat_template"):
+        engine.use_chat_template(options.llama.chat_template)
     state.attach(engine)
     # an embedding model refuses chat and completions: no grammar to check
     state.grammar_probe = None if isinstance(engine, EmbeddingEngine) \
@@ -205,13 +229,18 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
     import uvicorn
 
     stdout = out or sys.stdout
-    policy = SecurityPolicy.resolve(options.host, options.api_key, options.cors_origins,
+    hosts = (options.host, *options.llama.extra_hosts)
+    # a key is needed when any address is off loopback
+    key_host = next((h for h in hosts if not is_loopback(h)), options.host)
+    policy = SecurityPolicy.resolve(key_host, options.api_key, options.cors_origins,
                                     options.max_body_bytes, options.allowed_hosts)
     state = ServerState(model_id=options.model_id, aliases=options.aliases)
+    state.tags, state.alias_names = options.llama.tags, options.llama.aliases
     conn = options.connections
     access = AppAccess(options.app_key, options.app_public)
-    app = build_app(state, policy, options.limits, conn, access)
-    sock = bind_socket(options.host, options.port)
+    app = build_app(state, policy, options.limits, conn, access, llama=options.llama)
+    sockets = _bind_all(hosts, options.port)
+    sock = sockets[0]
     url = base_url(sock, options.host)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=3,
@@ -236,7 +265,7 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
     loader.start()
     try:
         with _signals_end_cleanly():
-            server.run(sockets=[sock])
+            server.run(sockets=sockets)
     finally:
         stopping.set()
         loader.join()
@@ -246,7 +275,8 @@ def serve(options: ServeOptions, out: TextIO | None = None) -> int:
             close()
         if state.grammar_probe is not None:
             state.grammar_probe.close()
-        sock.close()
+        for bound in sockets:
+            bound.close()
     if failed:
         print(f"loadout serve: the model failed to load: {failed[0]}", file=sys.stderr)
         return 1

@@ -125,8 +125,9 @@ class SecurityPolicy:
 
     def origin_allowed(self, origin: str) -> bool:
         """Whether a browser page from ``origin`` may call the server (the CORS list)."""
-        return "*" in self.cors_origins or origin.rstrip("/") in \
-            {o.rstrip("/") for o in self.cors_origins}
+        from engine.server.llamacpp.cors import origin_listed  # 'localhost' too
+
+        return origin_listed(origin, self.cors_origins)
 
     def key_matches(self, presented: str | None) -> bool:
         """Constant-time check of a presented key (always true when no key is set)."""

@@ -67,6 +67,8 @@ class ServerMetrics:
                 source=lambda: [((), 1.0 if self._snapshot is not None else 0.0)])
         self.in_flight.set(0)
         self._snapshot: Mapping[str, Any] | None = None
+        # also told of every finished generation (llama-server's metric names, ...)
+        self.listeners: list[Callable[[Metrics], None]] = []
 
     def _from_status(self, key: str) -> Iterable[tuple[prom.LabelValues, float]]:
         status = self._snapshot
@@ -93,8 +95,15 @@ class ServerMetrics:
                             (self.acceptance, m.acceptance)):
             if value is not None:
                 hist.observe(value)
+        for listener in self.listeners:
+            listener(m)
 
     def render(self) -> str:
         """The exposition text; the engine's status is read once for all its gauges."""
         self._snapshot = self._status()
         return self.registry.render()
+
+    @property
+    def snapshot(self) -> Mapping[str, Any] | None:
+        """The engine's status as read by the scrape being rendered."""
+        return self._snapshot

@@ -59,6 +59,8 @@ class ServerState:
         self.served: ServedModel | None = None
         self.model_id = model_id
         self.aliases = frozenset(aliases)
+        self.tags: tuple[str, ...] = ()  # listed with the model (llama-server's --tags)
+        self.alias_names: tuple[str, ...] = ()  # the --alias names, listed as aliases
         self.load_progress = 0.0
         self.load_error: str | None = None
         self.started = time.time()
@@ -96,7 +98,10 @@ class ServerState:
                                   spec_refusal=engine.speculation_refusal,
                                   vision_refusal=getattr(engine, "vision_refusal",
                                                          "this engine takes no images"),
-                                  n_vocab=getattr(engine, "n_vocab", None))
+                                  n_vocab=getattr(engine, "n_vocab", None),
+                                  # one model: any name is served by it, as llama-server
+                                  lenient=self.router is None, tags=self.tags,
+                                  alias_names=self.alias_names)
         self.load_progress = 1.0
         self.engine = engine
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.server.security import APP_KEY_ENV, APP_PUBLIC_ENV
-from loadout.commands import api_key
+from loadout.commands import api_key, serve_llama_flags
 
 
 def register(sub: Any) -> None:
@@ -131,6 +131,7 @@ def register(sub: Any) -> None:
     # so that a frozen bundle, which has no "python -m", can start it too
     p.add_argument("--grammar-checker", default=None, metavar="MODEL",
                    help=argparse.SUPPRESS)
+    serve_llama_flags.register(p)
 
 
 def _planned(args: argparse.Namespace, model_path: Path, ladder: Any = None) -> Any:
@@ -201,6 +202,12 @@ def _limits(args: argparse.Namespace) -> tuple[Any, Any]:
                                  max_stop_chars=args.max_stop_chars, grammar=grammar)
     if args.max_tokens is not None:
         limits = dataclasses.replace(limits, max_tokens=max(1, args.max_tokens))
+    if getattr(args, "llama", None) is not None and args.llama.defaults:
+        limits = dataclasses.replace(limits, sampling_defaults=dict(args.llama.defaults))
+    if getattr(args, "n_predict", None) is not None and args.n_predict > 0:
+        limits = dataclasses.replace(limits, cap_tokens=args.n_predict)  # -n caps
+    if getattr(args, "verbose", False):  # llama-server's --verbose: answers echo prompts
+        limits = dataclasses.replace(limits, echo_prompt=True)
     images = ImageLimits(max_images=max(0, args.max_images),
                          max_bytes=max(1, args.max_image_bytes),
                          max_pixels=max(1, args.max_image_pixels),
@@ -246,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         from engine.server import grammar_probe
 
         return grammar_probe.main([args.grammar_checker])
+    args.llama = serve_llama_flags.normalise(args)
     if args.models is None and not args.library and (args.model_ngl or args.model_kv_type):
         print("loadout serve: --model-ngl and --model-kv-type apply to --models/--library "
               "(one model: --ngl, --kv-type)", file=sys.stderr)
@@ -273,8 +281,11 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_local_model(args.model)
     aliases = tuple(args.alias) + ((args.model,) if args.model != str(path) else ())
     aliases += (path.name, path.stem)
+    # llama-server names the model by its first alias (in sorted order), else the file
+    model_id = sorted(args.alias)[0] if args.alias else path.stem
     spec, plan = _spec_and_plan(args, path)
     spec = _with_projector(args, path, spec)
+    spec = serve_llama_flags.spec_changes(args.llama, spec)
     if args.no_warmup:
         spec = spec.with_changes(warm_up=False)
     # the key from the environment (how the desktop app passes it), never left there
@@ -288,9 +299,10 @@ def run(args: argparse.Namespace) -> int:
                            api_key=key, cors_origins=tuple(args.cors),
                            queue_size=args.queue_size, max_body_bytes=args.max_body_bytes,
                            ready_json=args.ready_json, aliases=aliases,
-                           model_id=path.stem, allowed_hosts=tuple(args.allow_host),
+                           model_id=model_id, allowed_hosts=tuple(args.allow_host),
                            limits=limits, connections=conn, app_key=app_key,
-                           app_public=app_public, embeddings=args.embeddings)
+                           app_public=app_public, embeddings=args.embeddings,
+                           llama=args.llama)
     print(f"loading {path.name} ...", file=sys.stderr, flush=True)
     try:
         return serve(options)
